@@ -1,0 +1,1 @@
+"""saltpan compiler: trees + opts + minion id + grains -> pillar and low chunks. Pure."""

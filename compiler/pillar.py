@@ -1,0 +1,367 @@
+"""The pillar compiler: top -> sls (include/defaults/key) -> merge -> ext_pillar -> pillar_opts.
+
+Pure: it reads the trees through a FileSource and calls ext_pillar drivers it
+is handed (the runtime decides which drivers exist and how they may do I/O).
+Errors never stop the compile: like Salt, each one becomes a string in the
+pillar's ``_errors`` list, and a structured ``CompileError`` with file:line.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from compiler import match, merge, salt_functions, top
+from compiler.errors import (
+    EXT_PILLAR_ERROR,
+    INCLUDE_CYCLE,
+    MISSING_SLS,
+    NOT_A_DICT,
+    CompileError,
+)
+from compiler.render import Renderer, template_vars
+from compiler.roots import FileSource, SourceFile, find_sls
+
+ExtDriver = Callable[..., Any]
+DriverLookup = Callable[[str], ExtDriver | None]
+
+# opts keys never copied into pillar['master'] by pillar_opts
+_PILLAR_OPTS_SKIP = {"pillar", "__context__", "functions", "matchers", "rend", "grains"}
+
+
+@dataclass
+class Contribution:
+    """One source's data merged into the pillar, for --explain."""
+
+    source: str  # "sls", "ext_pillar", "pillar_opts", "override"
+    label: str  # sls name or driver name
+    display: str | None  # file shown to users
+    data: Any
+    lines: dict[tuple, int] = field(default_factory=dict)
+    chain: list[str] = field(default_factory=list)  # include chain, outermost first
+    nest: tuple = ()  # path the data was nested under (include key:)
+
+
+@dataclass
+class PillarResult:
+    pillar: dict
+    errors: list[CompileError]
+    contributions: list[Contribution] = field(default_factory=list)
+    strategy: str = "smart"
+
+
+class PillarCompiler:
+    """Compiles pillar for any number of minions from one tree (reuse it: templates are cached)."""
+
+    def __init__(self, opts: Mapping[str, Any], source: FileSource, drivers: DriverLookup | None = None,
+                 renderer: Renderer | None = None):
+        self.opts = opts
+        self.source = source
+        self.drivers = drivers or (lambda name: None)
+        self.renderer = renderer or Renderer(source, opts.get("renderer") or "jinja|yaml",
+                                             opts.get("renderer_blacklist"), opts.get("renderer_whitelist"))
+        self.strategy = str(opts.get("pillar_source_merging_strategy") or "smart")
+        self.merge_lists = bool(opts.get("pillar_merge_lists", False))
+
+    def compile(self, minion_id: str, grains: Mapping[str, Any], pillar_override: Mapping[str, Any] | None = None,
+                pillarenv: str | None = None, saltenv: str | None = None, ext: bool = True,
+                track: bool = False) -> PillarResult:
+        run = _PillarRun(self, minion_id, grains, dict(pillar_override or {}), pillarenv, saltenv, track)
+        return run.compile(ext)
+
+
+class _PillarRun:
+    """State of one minion's compile."""
+
+    def __init__(self, owner: PillarCompiler, minion_id: str, grains: Mapping[str, Any], override: dict,
+                 pillarenv: str | None, saltenv: str | None, track: bool):
+        self.o = owner
+        self.opts = owner.opts
+        self.minion_id = minion_id
+        self.grains = grains
+        self.override = override
+        if pillarenv is None:
+            pillarenv = self.opts.get("pillarenv") or None
+            if not pillarenv and self.opts.get("pillarenv_from_saltenv"):
+                pillarenv = saltenv or self.opts.get("saltenv") or None
+        self.pillarenv = pillarenv
+        self.saltenv = saltenv or self.opts.get("saltenv") or None
+        self.track = track
+        self.errors: list[CompileError] = []
+        self.messages: list[str] = []
+        self.contributions: list[Contribution] = []
+        # what templates see as `pillar` (Salt: the ext_pillar data when ext_pillar_first, else overrides)
+        self.template_pillar: dict = dict(override)
+        self._salt: salt_functions.FunctionTable | None = None
+        self.safe_errors = bool(self.opts.get("pillar_safe_render_error", True))
+
+    # -- error bookkeeping ----------------------------------------------------------
+    def fail(self, err: CompileError, salt_text: str | None = None) -> None:
+        self.errors.append(err)
+        self.messages.append(salt_text or err.salt_message())
+
+    # -- template context -------------------------------------------------------------
+    def salt_table(self) -> salt_functions.FunctionTable:
+        if self._salt is None:
+            self._salt = salt_functions.build(self.minion_id, self.grains, self.template_pillar, self.opts)
+        return self._salt
+
+    def context(self, source_file: SourceFile, sls: str | None, extra: Mapping[str, Any] | None = None) -> dict:
+        ctx = {
+            "grains": self.grains,
+            "opts": self.opts,
+            "pillar": self.template_pillar,
+            "salt": self.salt_table(),
+            "saltenv": source_file.saltenv,
+            "env": source_file.saltenv,
+            "id": self.minion_id,
+        }
+        ctx.update(template_vars(source_file, sls))
+        if extra:
+            ctx.update(extra)
+        return ctx
+
+    def merge(self, old: dict, new: Mapping) -> dict:
+        return merge.merge_into(old, new, self.o.strategy, self.o.merge_lists)
+
+    # -- the compile ------------------------------------------------------------------
+    def compile(self, ext: bool) -> PillarResult:
+        merged_top = self.read_top()
+        ext_first = bool(self.opts.get("ext_pillar_first", False))
+        pillar: dict = {}
+        if ext and ext_first:
+            ext_data = self.ext_pillar(copy.deepcopy(self.override))
+            self.template_pillar = ext_data
+            self._salt = None
+            sls_data = self.render_pillar(merged_top, ext_data)
+            pillar = self.merge(copy.deepcopy(ext_data), sls_data)
+        else:
+            pillar = self.render_pillar(merged_top, self.template_pillar)
+            if ext:
+                pillar = self.ext_pillar(pillar)
+        if self.opts.get("pillar_opts", False):
+            master = {k: v for k, v in self.opts.items() if k not in _PILLAR_OPTS_SKIP and not k.startswith("__")}
+            pillar["master"] = copy.deepcopy(master)
+            if self.track:
+                self.contributions.append(Contribution("pillar_opts", "pillar_opts", None, {"master": master}))
+        if self.messages:
+            pillar["_errors"] = list(self.messages)
+        if self.override:
+            pillar = self.merge(pillar, self.override)
+            if self.track:
+                self.contributions.append(Contribution("override", "pillar override", None, self.override))
+        return PillarResult(pillar, self.errors, self.contributions, self.o.strategy)
+
+    def pillar_envs(self) -> list[str]:
+        envs = ["base"] + [e for e in self.o.source.saltenvs() if e != "base"]
+        if self.pillarenv:
+            return [self.pillarenv] if self.pillarenv in self.o.source.saltenvs() else []
+        if self.o.strategy == "none":
+            only = self.saltenv or "base"
+            return [only] if only in envs else []
+        return envs
+
+    def read_top(self) -> top.MergedTop:
+        top_name = str(self.opts.get("state_top") or "top.sls")
+        if top_name.startswith("salt://"):
+            top_name = top_name[len("salt://"):]
+        tops, errors = top.read_tops(self.o.renderer, self.pillar_envs(), lambda f: self.context(f, None),
+                                     top_name)
+        for err in errors:
+            self.fail(err, f"Rendering Primary Top file failed, render error: {err}")
+        return top.merge_pillar_tops(tops)
+
+    def render_pillar(self, merged_top: top.MergedTop, pillar_for_match: Mapping[str, Any]) -> dict:
+        minion = match.Minion(self.minion_id, self.grains, pillar_for_match)
+        nodegroups = self.opts.get("nodegroups") or {}
+        matches, errors = top.match_top(merged_top, minion, nodegroups, only_env=self.pillarenv, dedupe=True)
+        for err in errors:
+            self.fail(err)
+        pillar: dict = {}
+        env_order = list(self.opts.get("env_order") or [])
+        ordered = [e for e in env_order if e in matches] + [e for e in matches if e not in env_order]
+        for env in ordered:
+            mods: dict[str, Any] = {}
+            for matched in matches[env]:
+                for sls in top.expand_sls(self.o.source, env, matched.sls):
+                    data = self.render_sls(sls, env, mods, None, [], matched)
+                    if data is None:
+                        continue
+                    if not isinstance(data, dict):
+                        continue
+                    pillar = self.merge(pillar, data)
+        return pillar
+
+    def render_sls(self, sls: str, env: str, mods: dict[str, Any], defaults: Mapping[str, Any] | None,
+                   chain: list[str], origin: top.Matched | None = None, where: tuple | None = None) -> Any:
+        """Render one sls with its includes merged in; None when it has no data."""
+        try:
+            found = find_sls(self.o.source, env, sls)
+        except CompileError as exc:
+            self.fail(exc)
+            return None
+        if found is None:
+            if origin is not None and origin.ignore_missing:
+                return None
+            display, line = (origin.display, origin.line) if origin else (where or (None, None))
+            if env not in self.o.source.saltenvs():
+                return None  # as Salt: an env without pillar_roots contributes nothing, silently
+            text = f"Specified SLS '{sls}' in environment '{env}' is not available on the salt master"
+            self.fail(CompileError(MISSING_SLS, text, display, line), text)
+            return None
+        context = self.context(found, sls, defaults)
+        try:
+            rendered = self.o.renderer.render(found, context, want_lines=self.track)
+        except CompileError as exc:
+            detail = f"Rendering SLS '{sls}' failed: {_tidy(exc.message)}"
+            safe = f"Rendering SLS '{sls}' failed. Please see master log for details."
+            err = CompileError(exc.kind, detail, exc.file, exc.line)
+            self.fail(err, safe if self.safe_errors else err.salt_message())
+            mods[sls] = None
+            return None
+        state = rendered.data
+        mods[sls] = state
+        if not state:
+            return state
+        if not isinstance(state, dict):
+            text = f"SLS '{sls}' does not render to a dictionary"
+            self.fail(CompileError(NOT_A_DICT, f"{text} (it renders to a {type(state).__name__})",
+                                   found.display, 1), text)
+            return state
+        state = dict(state)
+        includes = state.pop("include", None)
+        own_contribution = None
+        if self.track:
+            own_contribution = Contribution("sls", f"{env}:{sls}", found.display, copy.deepcopy(state),
+                                            rendered.lines, list(chain))
+        if includes is None:
+            if own_contribution:
+                self.contributions.append(own_contribution)
+            return state
+        include_line = rendered.lines.get(("include",))
+        if not isinstance(includes, list):
+            text = f"Include Declaration in SLS '{sls}' is not formed as a list"
+            self.fail(CompileError(NOT_A_DICT, text, found.display, include_line), text)
+            if own_contribution:
+                self.contributions.append(own_contribution)
+            return state
+        merged: dict | None = None
+        for item in includes:
+            sub_defaults: Mapping[str, Any] | None = None
+            key = None
+            if isinstance(item, dict) and item:
+                sub_sls, options = next(iter(item.items()))
+                options = options if isinstance(options, dict) else {}
+                sub_defaults = options.get("defaults") or {}
+                key = options.get("key")
+            else:
+                sub_sls = item
+            sub_sls = str(sub_sls)
+            try:
+                resolved = resolve_relative(sub_sls, sls, found.relpath.endswith("/init.sls")
+                                            or found.relpath == "init.sls")
+            except CompileError as exc:
+                self.fail(CompileError(exc.kind, exc.message, found.display, include_line))
+                continue
+            for target in top.expand_sls(self.o.source, env, resolved):
+                if target in chain + [sls]:
+                    cycle = " -> ".join(chain + [sls, target])
+                    self.fail(CompileError(INCLUDE_CYCLE, f"Include cycle in pillar: {cycle}",
+                                           found.display, include_line))
+                    continue
+                if target in mods:
+                    nstate = copy.deepcopy(mods[target])
+                    if isinstance(nstate, dict):
+                        nstate.pop("include", None)
+                else:
+                    nstate = self.render_sls(target, env, mods, sub_defaults, chain + [sls],
+                                             where=(found.display, include_line))
+                if not nstate or not isinstance(nstate, dict):
+                    continue
+                if key:
+                    nstate = merge.nest_under(str(key), nstate)
+                merged = nstate if merged is None else self.merge(merged, nstate)
+        if own_contribution:
+            self.contributions.append(own_contribution)
+        return state if merged is None else self.merge(merged, state)
+
+    # -- ext_pillar -------------------------------------------------------------------
+    def ext_pillar(self, pillar: dict) -> dict:
+        entries = self.opts.get("ext_pillar") or []
+        if not isinstance(entries, list):
+            self.fail(CompileError(EXT_PILLAR_ERROR, 'The "ext_pillar" option is malformed (it must be a list)'))
+            return pillar
+        if self.override:
+            pillar = self.merge(pillar, self.override)
+        excluded = set(self.opts.get("exclude_ext_pillar") or [])
+        for entry in entries:
+            if not isinstance(entry, dict) or not entry:
+                self.fail(CompileError(EXT_PILLAR_ERROR, 'The "ext_pillar" option is malformed: each entry must '
+                                       "be a one-key mapping {driver: arguments}"))
+                return pillar
+            for name, args in entry.items():
+                if name in excluded:
+                    continue
+                data = self.call_driver(str(name), args, pillar)
+                if data:
+                    pillar = self.merge(pillar, data)
+                    if self.track:
+                        self.contributions.append(Contribution("ext_pillar", str(name), None, data))
+        return pillar
+
+    def call_driver(self, name: str, args: Any, pillar: dict) -> dict | None:
+        driver = self.o.drivers(name)
+        if driver is None:
+            self.fail(CompileError(EXT_PILLAR_ERROR, f"ext_pillar interface named {name} is unavailable "
+                                   f"(minion {self.minion_id}): no driver '{name}' in the ext_pillar package or "
+                                   "in <extension_modules>/pillar/"))
+            return None
+        extra = {"grains": self.grains} if getattr(driver, "accepts_grains", False) else {}
+        try:
+            if isinstance(args, dict):
+                result = driver(self.minion_id, pillar, **args, **extra)
+            elif isinstance(args, list):
+                result = driver(self.minion_id, pillar, *args, **extra)
+            else:
+                result = driver(self.minion_id, pillar, args, **extra)
+        except CompileError as exc:
+            self.fail(CompileError(EXT_PILLAR_ERROR, f"Failed to load ext_pillar {name} for minion "
+                                   f"{self.minion_id}: {exc.message}", exc.file, exc.line))
+            return None
+        except Exception as exc:  # noqa: BLE001 - a driver failure must not stop the compile
+            self.fail(CompileError(EXT_PILLAR_ERROR, f"Failed to load ext_pillar {name} for minion "
+                                   f"{self.minion_id}: {type(exc).__name__}: {exc}"))
+            return None
+        if result is None:
+            return None
+        if not isinstance(result, dict):
+            self.fail(CompileError(EXT_PILLAR_ERROR, f"ext_pillar {name} returned a {type(result).__name__} for "
+                                   f"minion {self.minion_id}, not a dict; its data was ignored"))
+            return None
+        return result
+
+
+_RELATIVE = re.compile(r"^(\.+)(.*)$")
+
+
+def resolve_relative(name: str, current_sls: str, current_is_init: bool) -> str:
+    """'.x' and '..x' include names, resolved against the including sls (Salt's state rules)."""
+    found = _RELATIVE.match(name)
+    if not found:
+        return name
+    dots, rest = found.groups()
+    parts = current_sls.split(".")
+    if current_is_init:
+        parts.append("init")
+    if len(dots) > len(parts):
+        raise CompileError(MISSING_SLS, f"Attempted relative include of '{name}' within SLS '{current_sls}' "
+                           "goes beyond top level package")
+    return ".".join(parts[: -len(dots)] + [rest]) if rest else ".".join(parts[: -len(dots)])
+
+
+def _tidy(message: str) -> str:
+    # keep library wording from looking like another error kind
+    return message.replace("not found", "missing")

@@ -1,0 +1,285 @@
+"""Renderer pipelines: a file's text -> data.
+
+The pipeline comes from the file's shebang (``#!jinja|yaml``, ``#!yaml``,
+``#!json``, ``#!py``, ``#!jinja|json``, ...) or from the configured default
+(``renderer``, default ``jinja|yaml``).  Compiled Jinja templates and ``#!py``
+code are cached per file text, so a fleet compile parses each file once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import posixpath
+import re
+import sys
+import tomllib
+import traceback
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import jinja2
+
+from compiler import yamlload
+from compiler.errors import ACCESS_DENIED, RENDER_ERROR, CompileError
+from compiler.jinja_env import SaltEnvironment, TemplateAccessDenied, make_environment
+from compiler.roots import FileSource, SourceFile
+
+DEFAULT_PIPE = "jinja|yaml"
+
+# Legacy names Salt still accepts for a default renderer.
+_LEGACY = {
+    "yaml_jinja": "jinja|yaml",
+    "json_jinja": "jinja|json",
+    "jinja_yaml": "jinja|yaml",
+    "yaml": "yaml",
+    "json": "json",
+    "py": "py",
+}
+
+TEXT_RENDERERS = {"jinja", "yaml", "yamlex", "json", "toml", "gpg", "py"}
+
+_SHEBANG = re.compile(r"^#!\s*([A-Za-z0-9_|\s]+?)\s*(?:\s.*)?$")
+
+
+@dataclass
+class Rendered:
+    """Result of rendering one file."""
+
+    data: Any
+    lines: dict[tuple, int] = field(default_factory=dict)
+
+
+def parse_pipe(spec: str) -> list[str]:
+    spec = _LEGACY.get(spec.strip(), spec)
+    return [part.strip() for part in spec.split("|") if part.strip()]
+
+
+def pipe_of(text: str, default: str) -> tuple[list[str], bool]:
+    """The renderer pipeline for a file and whether its first line was a shebang."""
+    if text.startswith("#!"):
+        first = text.split("\n", 1)[0]
+        found = _SHEBANG.match(first)
+        if found:
+            return parse_pipe(found.group(1)), True
+    return parse_pipe(default), False
+
+
+def template_vars(source_file: SourceFile, sls: str | None) -> dict[str, Any]:
+    """The tpl*/sls* variables Salt puts in every template's context."""
+    rel = source_file.relpath
+    tpldir = posixpath.dirname(rel) or "."
+    out: dict[str, Any] = {
+        "tplpath": source_file.display,
+        "tplfile": rel,
+        "tpldir": tpldir,
+        "tpldot": tpldir.replace("/", ".") if tpldir != "." else "",
+        "tplroot": tpldir.split("/")[0] if tpldir != "." else "",
+    }
+    if sls is not None:
+        slspath = tpldir if tpldir != "." else ""
+        out.update(
+            sls=sls,
+            slspath=slspath,
+            sls_path=slspath.replace("/", "_"),
+            slsdotpath=slspath.replace("/", "."),
+            slscolonpath=slspath.replace("/", ":"),
+        )
+    return out
+
+
+class Renderer:
+    """Renders files of one FileSource. Safe to reuse across minions."""
+
+    def __init__(self, source: FileSource, default_pipe: str = DEFAULT_PIPE,
+                 blacklist: list[str] | None = None, whitelist: list[str] | None = None):
+        self.source = source
+        self.default_pipe = default_pipe or DEFAULT_PIPE
+        self.blacklist = set(blacklist or [])
+        self.whitelist = set(whitelist or [])
+        self._envs: dict[str, SaltEnvironment] = {}
+        self._templates: dict[tuple[str, str], jinja2.Template] = {}
+        self._code: dict[tuple[str, str], Any] = {}
+
+    def environment(self, saltenv: str) -> SaltEnvironment:
+        env = self._envs.get(saltenv)
+        if env is None:
+            env = self._envs[saltenv] = make_environment(self.source, saltenv)
+        return env
+
+    def render(self, source_file: SourceFile, context: Mapping[str, Any], want_lines: bool = False,
+               pipe: list[str] | None = None) -> Rendered:
+        """Render a file through its pipeline. Raises CompileError with file:line."""
+        text = source_file.text
+        shebang_pipe, had_shebang = pipe_of(text, self.default_pipe)
+        pipe = pipe or shebang_pipe
+        for name in pipe:
+            self._check_allowed(name, source_file)
+        if had_shebang:
+            # keep line numbers: blank the shebang line instead of removing it
+            text = "\n" + text.split("\n", 1)[1] if "\n" in text else ""
+        data: Any = text
+        lines: dict[tuple, int] = {}
+        for position, name in enumerate(pipe):
+            if name == "jinja":
+                data = self._jinja(source_file, str(data), context)
+            elif name in ("yaml", "yamlex"):
+                data, lines = self._yaml(source_file, data, want_lines)
+            elif name == "json":
+                data = self._json(source_file, data)
+            elif name == "toml":
+                data = self._toml(source_file, data)
+            elif name == "gpg":
+                data = self._gpg(source_file, data)
+            elif name == "py":
+                if position != 0:
+                    raise CompileError(RENDER_ERROR, "the py renderer must come first in a pipeline",
+                                       source_file.display, 1)
+                data = self._py(source_file, context)
+            else:
+                raise CompileError(RENDER_ERROR, f"renderer '{name}' is not available in saltpan "
+                                   f"(supported: {', '.join(sorted(TEXT_RENDERERS))})",
+                                   source_file.display, 1)
+        return Rendered(data, lines)
+
+    def _check_allowed(self, name: str, source_file: SourceFile) -> None:
+        if name in self.blacklist or (self.whitelist and name not in self.whitelist):
+            raise CompileError(RENDER_ERROR, f"renderer '{name}' is disabled by renderer_blacklist/"
+                               "renderer_whitelist", source_file.display, 1)
+
+    # -- jinja -------------------------------------------------------------
+    def template(self, source_file: SourceFile, text: str) -> jinja2.Template:
+        key = (source_file.display, hashlib.sha1(text.encode(), usedforsecurity=False).hexdigest())
+        tmpl = self._templates.get(key)
+        if tmpl is None:
+            env = self.environment(source_file.saltenv)
+            try:
+                code = env.compile(text, name=source_file.relpath, filename=source_file.display)
+            except jinja2.TemplateSyntaxError as exc:
+                raise CompileError(RENDER_ERROR, f"Jinja syntax error: {exc.message}",
+                                   source_file.display, exc.lineno) from None
+            tmpl = env.template_class.from_code(env, code, env.make_globals(None), None)
+            self._templates[key] = tmpl
+        return tmpl
+
+    def _jinja(self, source_file: SourceFile, text: str, context: Mapping[str, Any]) -> str:
+        tmpl = self.template(source_file, text)
+        try:
+            out = tmpl.render(context)
+        except CompileError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any template failure is a render error
+            raise jinja_error(exc, source_file.display) from None
+        if text.endswith("\n") and not out.endswith("\n"):
+            out += "\n"
+        return out
+
+    # -- data formats --------------------------------------------------------
+    def _yaml(self, source_file: SourceFile, data: Any, want_lines: bool) -> tuple[Any, dict]:
+        if not isinstance(data, str):
+            return data, {}
+        return yamlload.load(data, source_file.display, want_lines)
+
+    def _json(self, source_file: SourceFile, data: Any) -> Any:
+        if not isinstance(data, str):
+            return data
+        if not data.strip():
+            return {}
+        try:
+            return json.loads(data)
+        except json.JSONDecodeError as exc:
+            raise CompileError(RENDER_ERROR, f"JSON syntax error: {exc.msg}", source_file.display,
+                               exc.lineno) from None
+
+    def _toml(self, source_file: SourceFile, data: Any) -> Any:
+        if not isinstance(data, str):
+            return data
+        try:
+            return tomllib.loads(data)
+        except tomllib.TOMLDecodeError as exc:
+            raise CompileError(RENDER_ERROR, f"TOML syntax error: {exc}", source_file.display) from None
+
+    def _gpg(self, source_file: SourceFile, data: Any) -> Any:
+        if "-----BEGIN PGP MESSAGE-----" in json.dumps(data, default=str):
+            raise CompileError(RENDER_ERROR, "gpg-encrypted values are not supported by saltpan yet",
+                               source_file.display)
+        return data
+
+    # -- py ----------------------------------------------------------------
+    def _py(self, source_file: SourceFile, context: Mapping[str, Any]) -> Any:
+        key = (source_file.display, hashlib.sha1(source_file.text.encode(),
+                                                 usedforsecurity=False).hexdigest())
+        code = self._code.get(key)
+        if code is None:
+            try:
+                code = compile(source_file.text, source_file.display, "exec")
+            except SyntaxError as exc:
+                raise CompileError(RENDER_ERROR, f"Python syntax error in #!py file: {exc.msg}",
+                                   source_file.display, exc.lineno) from None
+            self._code[key] = code
+        # Salt's #!py files read these names; they exist only inside the user module.
+        module_globals: dict[str, Any] = {
+            "__name__": f"saltpan_py_{source_file.relpath}",
+            "__file__": source_file.display,
+            "__grains__": context.get("grains", {}),
+            "__opts__": context.get("opts", {}),
+            "__pillar__": context.get("pillar", {}),
+            "__salt__": context.get("salt", {}),
+            "__sls__": context.get("sls"),
+            "__env__": context.get("saltenv"),
+            "__saltenv__": context.get("saltenv"),
+        }
+        try:
+            exec(code, module_globals)  # noqa: S102 - #!py is Salt's Python renderer
+            run = module_globals.get("run")
+            if not callable(run):
+                raise CompileError(RENDER_ERROR, "#!py file defines no run() function",
+                                   source_file.display, 1)
+            return run()
+        except CompileError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            line = _traceback_line(exc, source_file.display)
+            raise CompileError(RENDER_ERROR, f"#!py run() raised {type(exc).__name__}: {exc}",
+                               source_file.display, line) from None
+
+
+def _traceback_line(exc: BaseException, filename: str) -> int | None:
+    line = None
+    for frame, lineno in traceback.walk_tb(exc.__traceback__):
+        if frame.f_code.co_filename == filename:
+            line = lineno
+    return line
+
+
+def _deepest_template_frame(exc: BaseException) -> tuple[str | None, int | None]:
+    found: tuple[str | None, int | None] = (None, None)
+    for frame, lineno in traceback.walk_tb(exc.__traceback__):
+        if "__jinja_template__" in frame.f_globals:
+            found = (frame.f_code.co_filename, lineno)
+    return found
+
+
+def jinja_error(exc: BaseException, display: str) -> CompileError:
+    """Turn any exception raised while rendering a template into a CompileError."""
+    if isinstance(exc, TemplateAccessDenied):
+        file, line = _deepest_template_frame(exc)
+        return CompileError(ACCESS_DENIED, f"Jinja error: {exc.message}", file or display, line)
+    if isinstance(exc, jinja2.TemplateSyntaxError):
+        where = exc.filename or display
+        return CompileError(RENDER_ERROR, f"Jinja syntax error: {exc.message}", where, exc.lineno)
+    file, line = _deepest_template_frame(exc)
+    if isinstance(exc, jinja2.TemplateNotFound):
+        msg = f"Jinja error: cannot import '{exc.name}': no such file in the roots"
+    elif isinstance(exc, jinja2.UndefinedError):
+        msg = f"Jinja variable {exc.message}"
+    elif isinstance(exc, CompileError):
+        return exc
+    else:
+        msg = f"Jinja error: {type(exc).__name__}: {exc}"
+    return CompileError(RENDER_ERROR, msg, file or display, line)
+
+
+def python_version_tag() -> str:
+    return f"{sys.version_info.major}.{sys.version_info.minor}"

@@ -1,0 +1,132 @@
+"""YAML loading the way Salt loads sls data.
+
+Safe loading only (no tags that build Python objects), through the C parser
+when PyYAML has it, with Salt's differences from plain YAML 1.1:
+
+* integers with a leading zero are decimal (``0755`` -> 755), as Salt's loader does;
+* timestamps stay strings (``2024-01-02`` -> ``"2024-01-02"``);
+* a key repeated in one mapping is an error ("found conflicting ID 'x'").
+
+``load`` returns the data, and on request the line of every mapping key
+(``{("a", "b"): 3}``) for provenance and error messages.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import yaml
+
+from compiler.errors import RENDER_ERROR, CompileError
+
+_BaseLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+_LEADING_ZERO_INT = re.compile(r"^[-+]?0[0-9_]+$")
+
+
+class SaltYamlLoader(_BaseLoader):  # type: ignore[misc, valid-type]
+    """Safe loader with Salt's int, timestamp and duplicate-key behaviour."""
+
+
+def _construct_int(loader: SaltYamlLoader, node: yaml.ScalarNode) -> int:
+    value = loader.construct_scalar(node)
+    text = str(value).replace("_", "")
+    if _LEADING_ZERO_INT.match(text):
+        return int(text, 10)
+    return yaml.constructor.SafeConstructor.construct_yaml_int(loader, node)
+
+
+def _construct_timestamp(loader: SaltYamlLoader, node: yaml.ScalarNode) -> str:
+    return str(loader.construct_scalar(node))
+
+
+def _construct_mapping(loader: SaltYamlLoader, node: yaml.MappingNode) -> dict:
+    loader.flatten_mapping(node)
+    mapping: dict[Any, Any] = {}
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        try:
+            hash(key)
+        except TypeError as exc:
+            raise yaml.constructor.ConstructorError(
+                "while constructing a mapping", node.start_mark,
+                "found unhashable key", key_node.start_mark) from exc
+        if key in mapping:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"found conflicting ID '{key}'", key_node.start_mark)
+        mapping[key] = loader.construct_object(value_node, deep=True)
+    return mapping
+
+
+SaltYamlLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+SaltYamlLoader.add_constructor("tag:yaml.org,2002:timestamp", _construct_timestamp)
+SaltYamlLoader.add_constructor("tag:yaml.org,2002:map", _construct_mapping)
+
+
+def _key_lines(node: yaml.Node, prefix: tuple, out: dict[tuple, int]) -> None:
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            if isinstance(key_node, yaml.ScalarNode):
+                path = prefix + (key_node.value,)
+                out.setdefault(path, key_node.start_mark.line + 1)
+                _key_lines(value_node, path, out)
+    elif isinstance(node, yaml.SequenceNode):
+        for item in node.value:
+            _key_lines(item, prefix, out)
+
+
+def load(text: str, display: str = "<string>", want_lines: bool = False) -> tuple[Any, dict[tuple, int]]:
+    """Parse one YAML document. Raises CompileError(render_error) with file:line."""
+    loader = SaltYamlLoader(text)
+    try:
+        node = loader.get_single_node()
+        lines: dict[tuple, int] = {}
+        if node is None:
+            return None, lines
+        if want_lines:
+            _key_lines(node, (), lines)
+        elif isinstance(node, yaml.MappingNode):
+            for key_node, _ in node.value:
+                if isinstance(key_node, yaml.ScalarNode):
+                    lines.setdefault((key_node.value,), key_node.start_mark.line + 1)
+        return loader.construct_document(node), lines
+    except yaml.YAMLError as exc:
+        raise yaml_error(exc, display) from None
+    finally:
+        loader.dispose()
+
+
+def yaml_error(exc: yaml.YAMLError, display: str) -> CompileError:
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    line = mark.line + 1 if mark is not None else None
+    problem = getattr(exc, "problem", None) or str(exc)
+    context = getattr(exc, "context", None)
+    detail = f"{context}: {problem}" if context else str(problem)
+    kind = RENDER_ERROR
+    return CompileError(kind, f"YAML syntax error: {detail}", display, line)
+
+
+def safe_load(text: str) -> Any:
+    """Load YAML data (for import_yaml / load_yaml and files), Salt-style."""
+    return load(text)[0]
+
+
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+def _represent_str(dumper: yaml.SafeDumper, data: str) -> yaml.Node:
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data)
+
+
+_Dumper.add_representer(str, _represent_str)
+
+
+def dump(data: Any, flow_style: bool | None = True, default_style: str | None = None) -> str:
+    """Dump for Jinja filters: flow style, insertion order, no document end marker."""
+    text = yaml.dump(data, Dumper=_Dumper, default_flow_style=flow_style, sort_keys=False,
+                     allow_unicode=True, default_style=default_style, width=float("inf"))
+    if text.endswith("\n...\n"):
+        text = text[:-5]
+    return text.strip()

@@ -1,0 +1,1 @@
+"""saltpan runtime: config, CLI, daemons, transport, state execution (all the I/O)."""

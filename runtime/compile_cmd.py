@@ -1,0 +1,106 @@
+"""`saltpan compile`: pillar, top, highstate or lowstate for one minion, offline."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+from runtime import config as config_mod
+from runtime.config import ConfigError
+
+
+class UsageError(Exception):
+    """A bad command line or input file, reported without a traceback."""
+
+
+def read_data_file(path: str, what: str) -> dict[str, Any]:
+    import yaml
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = yaml.safe_load(fh)
+    except OSError as exc:
+        raise UsageError(f"cannot read {what} file {path}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark else path
+        raise UsageError(f"{where}: {what} file is not valid YAML/JSON: {getattr(exc, 'problem', exc)}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise UsageError(f"{path}: a {what} file must be a mapping, got {type(data).__name__}")
+    return data
+
+
+def load_opts(config_path: str | None, role: str = "minion") -> dict[str, Any]:
+    if config_path:
+        return config_mod.load(config_path, role)
+    return config_mod.shipped(role)
+
+
+def fleet_grains(opts: Mapping[str, Any], minion_id: str, fleet: str | None = None) -> dict[str, Any]:
+    """Grains of minion_id from a fleet source (file or directory), if it has them."""
+    from runtime import fleet as fleet_mod
+
+    source = fleet or opts.get("fleet_file")
+    if not source or not os.path.exists(source):
+        return {}
+    return dict(fleet_mod.load_fleet(source).get(minion_id) or {})
+
+
+def minion_grains(opts: Mapping[str, Any], minion_id: str, grains_file: str | None,
+                  fleet: str | None = None) -> dict[str, Any]:
+    grains: dict[str, Any] = {}
+    grains.update(fleet_grains(opts, minion_id, fleet))
+    grains.update(opts.get("grains") or {})
+    if opts.get("grains_file") and os.path.exists(opts["grains_file"]):
+        grains.update(read_data_file(opts["grains_file"], "grains"))
+    if grains_file:
+        grains.update(read_data_file(grains_file, "grains"))
+    grains["id"] = minion_id
+    return grains
+
+
+def pillar_compiler(opts: Mapping[str, Any]):
+    from compiler.pillar import PillarCompiler
+    from compiler.roots import LocalRoots
+    from runtime.ext_loader import DriverLoader
+
+    return PillarCompiler(opts, LocalRoots(opts.get("pillar_roots") or {}), DriverLoader(opts))
+
+
+def run(args: argparse.Namespace) -> int:
+    from runtime import output
+
+    try:
+        opts = load_opts(args.config)
+        if args.saltenv:
+            opts["saltenv"] = args.saltenv
+        if args.pillarenv:
+            opts["pillarenv"] = args.pillarenv
+        minion_id = args.minion or opts.get("id")
+        if not minion_id:
+            raise UsageError("compile needs --minion ID (or an `id` in the config file)")
+        opts["id"] = minion_id
+        grains = minion_grains(opts, minion_id, args.grains, getattr(args, "fleet", None))
+    except (ConfigError, UsageError) as exc:
+        print(f"saltpan compile: {exc}", file=sys.stderr)
+        return 2
+
+    show = args.show
+    if show == "pillar":
+        result = pillar_compiler(opts).compile(minion_id, grains)
+        print(output.render(result.pillar, args.out, sys.stdout))
+        report_errors(result.errors)
+        return 1 if result.errors else 0
+    from runtime import state_cmd
+
+    return state_cmd.show(opts, minion_id, grains, show, args.out)
+
+
+def report_errors(errors: list) -> None:
+    for err in errors:
+        print(f"error: {err}", file=sys.stderr)
