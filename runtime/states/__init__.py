@@ -1,0 +1,70 @@
+"""State modules: ``file``, ``cmd``, ``test``, ``pkg``, ``service``, ``user``, ``group``.
+
+Interface (what the executor relies on)
+---------------------------------------
+Each module ``runtime/states/<mod>.py`` exposes its state functions as plain
+functions ``fun(ctx: StateContext, name: str, **kwargs) -> dict`` returning
+Salt's result shape::
+
+    {"name": name, "result": True | False | None, "changes": {...}, "comment": "..."}
+
+* ``result`` is ``None`` only in test mode when something would change
+  (``changes`` then holds the predicted changes), ``True`` on success,
+  ``False`` on failure.
+* A module may expose ``mod_watch(ctx, name, sfun=<the watching function>, **kwargs)``;
+  the executor calls it when a ``watch``/``listen`` target changed.
+* Functions must honour ``ctx.test`` (never touch the system in test mode) and
+  write files atomically (temp file in the same directory + rename).
+* Unknown keyword arguments (requisites, ``order``, ``__id__`` ...) are already
+  stripped by the executor; functions still accept ``**kwargs`` and ignore
+  what they do not know.
+
+``FUNCTIONS`` maps ``"mod.fun"`` to the callable; ``lookup`` imports modules lazily.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+MODULES = ("file", "cmd", "test", "pkg", "service", "user", "group")
+
+
+@dataclass
+class StateContext:
+    """What a state function may use. Built by the executor for each run."""
+
+    test: bool = False
+    opts: Mapping[str, Any] = field(default_factory=dict)
+    grains: Mapping[str, Any] = field(default_factory=dict)
+    pillar: Mapping[str, Any] = field(default_factory=dict)
+    saltenv: str = "base"
+    sls: str | None = None
+    # fetch_file(url, saltenv) -> (text_or_bytes, display_path, mode_or_None) or None when missing
+    fetch_file: Callable[[str, str], tuple[bytes, str, int | None] | None] | None = None
+    # render_template(text, engine, context, display) -> str  (engine: "jinja")
+    render_template: Callable[[str, str, Mapping[str, Any], str], str] | None = None
+    # execution-module function table (cmd.run, ...), for states that call modules
+    functions: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
+
+
+StateFunction = Callable[..., dict]
+
+
+def lookup(mod: str, fun: str) -> StateFunction | None:
+    """The state function mod.fun, or None when it does not exist."""
+    if mod not in MODULES or fun.startswith("_"):
+        return None
+    module = importlib.import_module(f"runtime.states.{'file_state' if mod == 'file' else mod}")
+    func = getattr(module, fun, None)
+    exported = getattr(module, "__all__", None)
+    if func is None or not callable(func) or (exported is not None and fun not in exported and fun != "mod_watch"):
+        return None
+    return func
+
+
+def result(name: str, ok: bool | None = True, comment: str = "", changes: dict | None = None) -> dict:
+    """A state return in Salt's shape."""
+    return {"name": name, "result": ok, "changes": changes or {}, "comment": comment}
