@@ -57,7 +57,7 @@ def lookup(mod: str, fun: str) -> StateFunction | None:
     """The state function mod.fun, or None when it does not exist."""
     if mod not in MODULES or fun.startswith("_"):
         return None
-    module = importlib.import_module(f"runtime.states.{'file_state' if mod == 'file' else mod}")
+    module = importlib.import_module(f"runtime.states.{mod}")
     func = getattr(module, fun, None)
     exported = getattr(module, "__all__", None)
     if func is None or not callable(func) or (exported is not None and fun not in exported and fun != "mod_watch"):
