@@ -380,7 +380,7 @@ class _Session:
             body.setdefault("__env__", env)
 
     def handle_iorder(self, state: dict) -> None:
-        for name, body in state.items():
+        for body in state.values():
             if not isinstance(body, dict):
                 continue
             for decl, args in body.items():
