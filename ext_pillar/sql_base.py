@@ -30,8 +30,6 @@ addresses strings, so that every pillar can be sent and printed.
 
 from __future__ import annotations
 
-import datetime
-import decimal
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -39,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ext_pillar._errors import DriverError
+from ext_pillar._plain import plain
 
 _OPTIONS = ("query", "depth", "as_list", "as_json", "with_lists", "ignore_null")
 
@@ -144,32 +143,6 @@ def extract_queries(args: Sequence[Any], kwargs: Mapping[str, Any]) -> list[Quer
 
 
 # -- values -------------------------------------------------------------------------
-
-def plain(value: Any) -> Any:
-    """A database value as plain pillar data."""
-    if value is None or isinstance(value, (str, bool, int, float)):
-        return value
-    if isinstance(value, decimal.Decimal):
-        if not value.is_finite():
-            return float(value)
-        exponent = value.as_tuple().exponent
-        return int(value) if isinstance(exponent, int) and exponent >= 0 else float(value)
-    if isinstance(value, (datetime.datetime, datetime.date, datetime.time)):
-        return value.isoformat()
-    if isinstance(value, datetime.timedelta):
-        return value.total_seconds()
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        raw = bytes(value)
-        try:
-            return raw.decode("utf-8")
-        except UnicodeDecodeError:
-            return raw
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    if isinstance(value, Mapping):
-        return {plain_key(k): plain(v) for k, v in value.items()}
-    return str(value)
-
 
 def plain_key(value: Any) -> Any:
     key = plain(value)
