@@ -68,7 +68,8 @@ class CallGuard:
         with self._lock:
             return self._abandoned.get(name, 0)
 
-    def call(self, name: str, func: Callable[..., Any], timeout: float | None, *args: Any, **kwargs: Any) -> Any:
+    def call(self, name: str, func: Callable[..., Any], timeout: float | None, args: tuple,
+             kwargs: dict[str, Any]) -> Any:
         """func(*args, **kwargs), failing with DriverTimeout after ``timeout`` seconds (None or <= 0: no limit)."""
         if timeout is None or timeout <= 0:
             return _run_with_deadline(None, func, args, kwargs)

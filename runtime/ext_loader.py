@@ -123,7 +123,7 @@ class DriverLoader:
                     signature.bind(minion_id, pillar, *args, **kwargs)
                 except TypeError as exc:
                     raise DriverError(f"bad arguments in the ext_pillar configuration: {exc}") from None
-            return self.guard.call(name, func, self.timeout, minion_id, pillar, *args, **kwargs)
+            return self.guard.call(name, func, self.timeout, (minion_id, pillar, *args), kwargs)
 
         call.__name__ = getattr(func, "__name__", "ext_pillar")
         call.accepts_grains = True  # type: ignore[attr-defined]
