@@ -2,7 +2,7 @@
 
 Each call runs in its own daemon thread while the caller waits at most the
 timeout.  A call that has not answered by then is *abandoned*: the caller gets
-a :class:`DriverTimeout` at once and the compile goes on; the thread is left
+a :class:`DriverTimeout` (after a short grace, see CallGuard) and the compile goes on; the thread is left
 to finish on its own and its result is thrown away (it only ever saw copies
 of the compile's data, so it cannot change anything later).
 
@@ -56,10 +56,17 @@ class _Call:
 
 
 class CallGuard:
-    """Time-limited driver calls for one configuration (one per DriverLoader)."""
+    """Time-limited driver calls for one configuration (one per DriverLoader).
 
-    def __init__(self, max_abandoned: int = 4):
+    The driver's deadline is ``timeout``; the caller waits ``grace`` seconds
+    longer before abandoning the call, so that a driver which stops itself at
+    its deadline (a cancelled query, a killed command) reports its own, more
+    precise error.
+    """
+
+    def __init__(self, max_abandoned: int = 4, grace: float = 0.25):
         self.max_abandoned = max_abandoned
+        self.grace = grace
         self._lock = threading.Lock()
         self._abandoned: dict[str, int] = {}
 
@@ -98,7 +105,7 @@ class CallGuard:
 
         thread = threading.Thread(target=work, name=f"ext_pillar:{name}", daemon=True)
         thread.start()
-        done.wait(timeout)
+        done.wait(timeout + self.grace)
         with self._lock:
             if not call.finished:
                 call.abandoned = True
