@@ -85,6 +85,12 @@ def get(url: str, *, timeout: float | None = None, verify_ssl: bool = True, ca_b
         raise DriverError(f"header_dict must be a mapping of header: value, got {header_dict!r}")
     limit = _deadline.bounded(timeout, DEFAULT_TIMEOUT) or DEFAULT_TIMEOUT
     shown = _shown(url)
+    parts = urllib.parse.urlsplit(url)
+    if parts.username is not None and username is None and auth is None:
+        # user:password@host in the URL: sent as basic auth, never shown
+        username = urllib.parse.unquote(parts.username)
+        password = urllib.parse.unquote(parts.password or "")
+    url = shown
     headers = {str(k): str(v) for k, v in (header_dict or {}).items()}
     basic = _auth_header(username, password, auth)
     if basic:
@@ -102,7 +108,7 @@ def get(url: str, *, timeout: float | None = None, verify_ssl: bool = True, ca_b
     except urllib.error.URLError as exc:
         raise DriverError(f"GET {shown} failed: {_reason(exc.reason, limit)}") from None
     except TimeoutError:
-        raise DriverError(f"GET {shown} failed: no answer within {limit:g} s") from None
+        raise DriverError(f"GET {shown} failed: no answer within {limit:.3g} s") from None
     except (ConnectionError, ssl.SSLError, OSError) as exc:
         raise DriverError(f"GET {shown} failed: {_reason(exc, limit)}") from None
     try:
@@ -116,7 +122,7 @@ def _read_all(response: Any, started: float, limit: float, shown: str) -> bytes:
     size = 0
     while True:
         if time.monotonic() - started > limit:
-            raise DriverError(f"GET {shown} failed: the body did not arrive within {limit:g} s")
+            raise DriverError(f"GET {shown} failed: the body did not arrive within {limit:.3g} s")
         chunk = response.read(65536)
         if not chunk:
             return b"".join(chunks)
@@ -131,7 +137,7 @@ def _reason(reason: Any, limit: float) -> str:
         return (f"TLS certificate verification failed ({reason.verify_message}); set ca_bundle to the CA "
                 "that signed the server's certificate, or verify_ssl: false")
     if isinstance(reason, TimeoutError):
-        return f"no answer within {limit:g} s"
+        return f"no answer within {limit:.3g} s"
     if isinstance(reason, OSError) and reason.strerror:
         return reason.strerror
     return str(reason)

@@ -88,7 +88,7 @@ def http_server() -> Iterator[HttpServer]:
     requests: list[dict[str, Any]] = []
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _handler(routes, requests))
     server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
         yield HttpServer(f"http://127.0.0.1:{server.server_address[1]}", routes, requests)
@@ -175,7 +175,7 @@ def https_server(pki: Pki) -> Iterator[HttpServer]:
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(pki.cert_file, pki.key_file)
     server.socket = context.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
         yield HttpServer(f"https://127.0.0.1:{server.server_address[1]}", routes, requests)
@@ -242,7 +242,7 @@ def cobbler() -> Iterator[CobblerServer]:
 
     server = Server(("127.0.0.1", 0), requestHandler=Handler, allow_none=True, logRequests=False)
     server.register_instance(Api())
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
         yield CobblerServer(f"http://127.0.0.1:{server.server_address[1]}/cobbler_api", systems, users, calls,
