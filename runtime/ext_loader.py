@@ -9,9 +9,10 @@ configuration or the grains other compiles see).  Modules written for Salt
 that read ``__opts__``, ``__grains__`` or ``__salt__`` get those names set on
 the module, for compatibility.
 
-Every call runs under ``ext_pillar_timeout`` (see ``runtime.ext_guard``).  A
-custom driver file that cannot be imported becomes a driver that fails with
-the import error (file:line), so that one broken file costs one ``_errors``
+Every call runs under ``ext_pillar_timeout`` (see ``runtime.ext_guard``), and
+so does the import of a custom driver file (its top-level code may hang
+too).  A custom driver file that cannot be imported fails each call with the
+import error (file:line), so that one broken file costs one ``_errors``
 entry, not the compile; an edited file is imported again on its next use.
 """
 
@@ -81,53 +82,84 @@ class DriverLoader:
             cached = self._cache.get(name)
             if cached is not None and cached[0] == stamp:
                 return cached[1]
-            driver = self._resolve(name, path)
+            driver = self._custom(name, path) if path else self._shipped(name)
             self._cache[name] = (stamp, driver)
             return driver
 
-    def _resolve(self, name: str, path: str | None) -> Callable[..., Any] | None:
-        if path:
-            try:
-                module = self._load_custom(name, path)
-            except Exception as exc:  # noqa: BLE001 - reported on each call of the driver
-                return _broken(f"cannot import {_import_error(exc, path)}")
-        else:
-            try:
-                module = importlib.import_module(f"ext_pillar.{name}")
-            except ModuleNotFoundError as exc:
-                if exc.name == f"ext_pillar.{name}":
-                    return None
-                return _broken(f"cannot import the shipped driver: {exc}")
+    def _shipped(self, name: str) -> Callable[..., Any] | None:
+        try:
+            module = importlib.import_module(f"ext_pillar.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"ext_pillar.{name}":
+                return None
+            return _broken(f"cannot import the shipped driver: {exc}")
         func = getattr(module, "ext_pillar", None)
         if not callable(func):
-            where = path or f"ext_pillar/{name}.py"
-            return _broken(f"{where} defines no ext_pillar(minion_id, pillar, ...) function")
-        return self._wrap(name, func)
+            return _broken(f"ext_pillar/{name}.py defines no ext_pillar(minion_id, pillar, ...) function")
+        entry = (func, _signature(func))
+        return self._driver(name, lambda: entry)
 
-    def _wrap(self, name: str, func: Callable[..., Any]) -> Callable[..., Any]:
-        try:
-            signature: inspect.Signature | None = inspect.signature(func)
-        except (TypeError, ValueError):
-            signature = None
-        params = signature.parameters if signature else {}
-        wants_opts = "opts" in params
-        wants_grains = "grains" in params
+    def _custom(self, name: str, path: str) -> Callable[..., Any]:
+        """A driver that imports its file on first use, inside the timed call (an import may hang too)."""
+        state: dict[str, Any] = {}
+        lock = threading.Lock()
 
-        def call(minion_id: str, pillar: dict, *args: Any, grains: Mapping | None = None, **kwargs: Any) -> Any:
-            if wants_opts:
+        def get() -> tuple[Callable[..., Any], inspect.Signature | None]:
+            with lock:
+                if "entry" in state:
+                    return state["entry"]
+                if "error" in state:
+                    raise DriverError(state["error"])
+            try:
+                module = self._load_custom(name, path)
+                func = getattr(module, "ext_pillar", None)
+                if not callable(func):
+                    raise DriverError(f"{path} defines no ext_pillar(minion_id, pillar, ...) function")
+            except DriverError as exc:
+                with lock:
+                    state["error"] = exc.message
+                raise
+            except Exception as exc:  # noqa: BLE001 - reported on each call until the file changes
+                message = f"cannot import {_import_error(exc, path)}"
+                with lock:
+                    state["error"] = message
+                raise DriverError(message) from None
+            entry = (func, _signature(func))
+            with lock:
+                state["entry"] = entry
+            return entry
+
+        return self._driver(name, get)
+
+    def _driver(self, name: str, get: Callable[[], tuple[Callable[..., Any], inspect.Signature | None]]
+                ) -> Callable[..., Any]:
+        def run(minion_id: str, pillar: dict, args: tuple, kwargs: dict[str, Any], grains: Mapping | None) -> Any:
+            func, signature = get()
+            params = signature.parameters if signature else {}
+            if "opts" in params:
                 kwargs["opts"] = copy.deepcopy(dict(self.opts))
-            if wants_grains:
+            if "grains" in params:
                 kwargs["grains"] = copy.deepcopy(dict(grains or {}))
             if signature is not None:
                 try:
                     signature.bind(minion_id, pillar, *args, **kwargs)
                 except TypeError as exc:
                     raise DriverError(f"bad arguments in the ext_pillar configuration: {exc}") from None
-            return self.guard.call(name, func, self.timeout, (minion_id, pillar, *args), kwargs)
+            return func(minion_id, pillar, *args, **kwargs)
 
-        call.__name__ = getattr(func, "__name__", "ext_pillar")
+        def call(minion_id: str, pillar: dict, *args: Any, grains: Mapping | None = None, **kwargs: Any) -> Any:
+            return self.guard.call(name, run, self.timeout, (minion_id, pillar, args, kwargs, grains), {})
+
+        call.__name__ = f"ext_pillar_{name}"
         call.accepts_grains = True  # type: ignore[attr-defined]
         return call
+
+
+def _signature(func: Callable[..., Any]) -> inspect.Signature | None:
+    try:
+        return inspect.signature(func)
+    except (TypeError, ValueError):
+        return None
 
 
 def _broken(message: str) -> Callable[..., Any]:

@@ -4,7 +4,11 @@ ext_pillar_fail_hard stops the compile; a hung driver never blocks the caller.""
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
+import sys
 import threading
 import time
 
@@ -242,3 +246,40 @@ def test_every_driver_error_classifies_as_ext_pillar(tmp_path):
     messages = compile_pillar(opts, "web01").pillar["_errors"]
     assert len(messages) == 4
     assert all(re.search("ext_pillar", m, re.I) for m in messages)
+
+
+def test_cli_compile_with_fail_hard_prints_only_errors_and_exits_1(tmp_path):
+    config = tmp_path / "minion"
+    (tmp_path / "pillar").mkdir()
+    config.write_text(
+        "id: web01\n"
+        "pillar_roots: {base: [pillar]}\n"
+        "ext_pillar:\n"
+        "  - cmd_json: \"echo '{\\\"a\\\": 1}'\"\n"
+        "  - cmd_json: echo nope\n"
+        "ext_pillar_fail_hard: true\n")
+    proc = subprocess.run([sys.executable, "-m", "runtime", "compile", "--config", str(config), "--show", "pillar",
+                           "--out", "json"], capture_output=True, text=True, timeout=60,
+                          cwd=str(tmp_path), env={**os.environ, "PYTHONPATH": _project_dir()})
+    assert proc.returncode == 1
+    assert json.loads(proc.stdout) == {"_errors": [
+        "Failed to load ext_pillar cmd_json for minion web01: the output of 'echo nope' is not JSON: Expecting "
+        "value at line 1 column 1",
+        "Pillar of minion web01 not compiled: ext_pillar cmd_json failed and ext_pillar_fail_hard is true"]}
+
+
+def _project_dir() -> str:
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def test_custom_driver_hanging_at_import_is_bounded_too(tmp_path):
+    opts = _opts(tmp_path, [{"hangs": {}}, {"good": {}}], ext_pillar_timeout=0.2)
+    (tmp_path / "ext" / "pillar" / "hangs.py").write_text(
+        "import time\ntime.sleep(1)\ndef ext_pillar(minion_id, pillar):\n    return {'late': True}\n")
+    started = time.monotonic()
+    result = compile_pillar(opts, "web01")
+    assert time.monotonic() - started < 0.9
+    assert result.pillar["_errors"] == [
+        "Failed to load ext_pillar hangs for minion web01: no answer within 0.2 s (ext_pillar_timeout); "
+        "the call was abandoned and its data ignored"]
+    assert result.pillar["good"]["minion"] == "web01"
