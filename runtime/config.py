@@ -131,8 +131,13 @@ _PATH_KEYS = {k for k, o in OPTIONS.items() if o.kind == "path"}
 
 
 def defaults(role: str = "minion") -> dict[str, Any]:
-    """A fresh copy of the defaults for a role (minion, master, or compile)."""
-    return {k: copy.deepcopy(o.default) for k, o in OPTIONS.items()}
+    """A fresh copy of the defaults for a role (minion, master, or compile).
+
+    ``__role`` records the role, as in Salt's opts (file_tree applies its
+    nodegroups/ subtree only on a master)."""
+    out = {k: copy.deepcopy(o.default) for k, o in OPTIONS.items()}
+    out["__role"] = role
+    return out
 
 
 def _type_ok(kind: str, value: Any) -> bool:
