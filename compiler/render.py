@@ -262,8 +262,10 @@ def _traceback_line(exc: BaseException, filename: str) -> int | None:
 def _deepest_template_frame(exc: BaseException) -> tuple[str | None, int | None]:
     found: tuple[str | None, int | None] = (None, None)
     for frame, lineno in traceback.walk_tb(exc.__traceback__):
-        if "__jinja_template__" in frame.f_globals:
-            found = (frame.f_code.co_filename, lineno)
+        filename = frame.f_code.co_filename
+        # Jinja rewrites tracebacks so that template frames carry the template's file and line
+        if "__jinja_template__" in frame.f_globals or not (filename.endswith(".py") or filename.startswith("<")):
+            found = (filename, lineno)
     return found
 
 
