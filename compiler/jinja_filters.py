@@ -27,7 +27,7 @@ def to_bool(val: Any) -> bool:
     if isinstance(val, (int, float)):
         return val > 0
     if isinstance(val, str):
-        return val.strip().lower() in ("yes", "1", "true", "on", "y")
+        return val.lower() in ("yes", "1", "true")  # as Salt: 'on', 'y' and ' yes' are false
     if hasattr(val, "__len__"):
         return len(val) > 0
     return bool(val)
