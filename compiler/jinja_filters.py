@@ -34,9 +34,10 @@ def to_bool(val: Any) -> bool:
 
 
 def sequence(val: Any) -> Any:
-    if isinstance(val, (str, bytes, Mapping)) or not isinstance(val, Iterable):
-        return [val]
-    return val
+    """Wrap anything but a list, tuple, set or dict in a list (a dict stays a dict, as in Salt)."""
+    if isinstance(val, (list, tuple, set, frozenset, Mapping)):
+        return val
+    return [val]
 
 
 def unique(values: Iterable) -> list:
