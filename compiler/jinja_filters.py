@@ -301,8 +301,12 @@ def _b64decode(value: str) -> str:
     return base64.b64decode(value).decode("utf-8", "replace")
 
 
+# The namespace of Salt's uuid filter, so that the same value gives the same UUID as under Salt.
+_SALT_UUID_NAMESPACE = uuid.UUID("91633EBF-1C86-5E33-935A-28061F4B480E")
+
+
 def _uuid(value: Any) -> str:
-    return str(uuid.uuid5(uuid.NAMESPACE_URL, str(value)))
+    return str(uuid.uuid5(_SALT_UUID_NAMESPACE, str(value)))
 
 
 def _exactly_n(values: Iterable, n: int = 1) -> bool:
