@@ -134,7 +134,8 @@ def ipaddr(value: Any, options: str | None = None) -> Any:
         except ValueError:
             continue
     if isinstance(value, (list, tuple)):
-        return good
+        # as Salt: the IPv4 entries first, then the IPv6 ones
+        return sorted(good, key=lambda item: ipaddress.ip_interface(str(item)).version)
     return good[0] if good else None
 
 
