@@ -230,6 +230,10 @@ class Renderer:
             "__env__": context.get("saltenv"),
             "__saltenv__": context.get("saltenv"),
         }
+        # Salt's py renderer also provides them under plain names
+        module_globals.update(salt=module_globals["__salt__"], grains=module_globals["__grains__"],
+                              opts=module_globals["__opts__"], pillar=module_globals["__pillar__"],
+                              sls=module_globals["__sls__"], saltenv=module_globals["__env__"])
         try:
             exec(code, module_globals)  # noqa: S102 - #!py is Salt's Python renderer
             run = module_globals.get("run")
