@@ -260,8 +260,12 @@ def _traceback_line(exc: BaseException, filename: str) -> int | None:
 def _deepest_template_frame(exc: BaseException) -> tuple[str | None, int | None]:
     found: tuple[str | None, int | None] = (None, None)
     for frame, lineno in traceback.walk_tb(exc.__traceback__):
-        if "__jinja_template__" in frame.f_globals:
+        if "__jinja_exception__" in frame.f_globals:
+            # Jinja's rewritten traceback: a stand-in frame at the template's own file and line
             found = (frame.f_code.co_filename, lineno)
+        elif "__jinja_template__" in frame.f_globals:
+            template = frame.f_globals["__jinja_template__"]
+            found = (template.filename, template.get_corresponding_lineno(lineno))
     return found
 
 
