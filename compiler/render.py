@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import posixpath
-import re
 import sys
 import tomllib
 import traceback
@@ -40,8 +39,6 @@ _LEGACY = {
 
 TEXT_RENDERERS = {"jinja", "yaml", "yamlex", "json", "toml", "gpg", "py"}
 
-_SHEBANG = re.compile(r"^#!\s*([A-Za-z0-9_|\s]+?)\s*(?:\s.*)?$")
-
 
 @dataclass
 class Rendered:
@@ -58,11 +55,12 @@ def parse_pipe(spec: str) -> list[str]:
 
 def pipe_of(text: str, default: str) -> tuple[list[str], bool]:
     """The renderer pipeline for a file and whether its first line was a shebang."""
-    if text.startswith("#!"):
-        first = text.split("\n", 1)[0]
-        found = _SHEBANG.match(first)
-        if found:
-            return parse_pipe(found.group(1)), True
+    if text.startswith("#!") and not text.startswith("#!/"):
+        first = text.split("\n", 1)[0][2:]
+        # as Salt: renderer names separated by '|', each may be followed by arguments
+        names = [part.split()[0] for part in first.split("|") if part.strip()]
+        if names:
+            return parse_pipe("|".join(names)), True
     return parse_pipe(default), False
 
 
