@@ -204,11 +204,15 @@ class _PillarRun:
             self.fail(exc)
             return None
         if found is None:
-            if origin is not None and origin.ignore_missing:
-                return None
             display, line = (origin.display, origin.line) if origin else (where or (None, None))
             if env not in self.o.source.saltenvs():
-                return None  # as Salt: an env without pillar_roots contributes nothing, silently
+                if origin is not None:  # as Salt: one error per top-file sls of an env without pillar_roots
+                    text = f"No matching pillar environment for environment '{env}' found"
+                    self.fail(CompileError(MISSING_SLS, f"{text} (no pillar_roots for '{env}')", display, line),
+                              text)
+                return None
+            if origin is not None and origin.ignore_missing:
+                return None
             text = f"Specified SLS '{sls}' in environment '{env}' is not available on the salt master"
             self.fail(CompileError(MISSING_SLS, text, display, line), text)
             return None
