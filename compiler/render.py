@@ -165,8 +165,6 @@ class Renderer:
         tmpl = self.template(source_file, text)
         try:
             out = tmpl.render(context)
-        except CompileError:
-            raise
         except Exception as exc:  # noqa: BLE001 - any template failure is a render error
             raise jinja_error(exc, source_file.display) from None
         if text.endswith("\n") and not out.endswith("\n"):
@@ -281,7 +279,11 @@ def jinja_error(exc: BaseException, display: str) -> CompileError:
     elif isinstance(exc, jinja2.UndefinedError):
         msg = f"Jinja variable {exc.message}"
     elif isinstance(exc, CompileError):
-        return exc
+        if exc.file and exc.file != "<string>":
+            return exc
+        # raised by our loader or a load_* filter: place it at the template line that asked for it
+        detail = f" (line {exc.line} of the loaded data)" if exc.line else ""
+        return CompileError(exc.kind, f"Jinja error: {exc.message}{detail}", file or display, line)
     else:
         msg = f"Jinja error: {type(exc).__name__}: {exc}"
     return CompileError(RENDER_ERROR, msg, file or display, line)
