@@ -22,7 +22,8 @@ from compiler.errors import RENDER_ERROR, CompileError
 
 _BaseLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
-_LEADING_ZERO_INT = re.compile(r"^[-+]?0[0-9_]+$")
+# only unsigned values: Salt reads -010 and +010 as YAML 1.1 octal (-8, 8)
+_LEADING_ZERO_INT = re.compile(r"^0[0-9_]+$")
 
 
 class SaltYamlLoader(_BaseLoader):  # type: ignore[misc, valid-type]
