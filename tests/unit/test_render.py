@@ -376,9 +376,33 @@ def test_filter(tmp_path, expr: str, expected) -> None:
 # -- YAML as Salt loads it ----------------------------------------------------------------------
 
 def test_yaml_like_salt(tmp_path) -> None:
-    text = "octal: 0755\nquoted: '0755'\ndate: 2024-01-02\nyes_: yes\nnull_: ~\nfloat: 1.50\nneg: -012\n"
-    assert _one(tmp_path, text) == {"octal": 755, "quoted": "0755", "date": "2024-01-02", "yes_": True,
-                                    "null_": None, "float": 1.5, "neg": -12}
+    text = """
+        octal: 0755
+        quoted: '0755'
+        eight: 08
+        signed: -012
+        hex: 0x1F
+        under: 1_000
+        sexagesimal: 12:30
+        date: 2024-01-02
+        datetime: 2024-01-02T10:00:00Z
+        yes_: yes
+        on_: on
+        y_: y
+        null_: ~
+        float: 1.50
+        sci: 1e3
+        base: &b {x: 1, y: 2}
+        merged:
+          <<: *b
+          y: 3
+    """
+    assert _one(tmp_path, text) == {
+        "octal": 755, "quoted": "0755", "eight": "08", "signed": -10, "hex": 31, "under": 1000,
+        "sexagesimal": 750, "date": "2024-01-02", "datetime": "2024-01-02T10:00:00Z", "yes_": True,
+        "on_": True, "y_": "y", "null_": None, "float": 1.5, "sci": "1e3",
+        "base": {"x": 1, "y": 2}, "merged": {"x": 1, "y": 3},
+    }
 
 
 def test_yaml_duplicate_key_is_an_error() -> None:
