@@ -55,6 +55,9 @@ RUNDIR_TOKEN = "@RUNDIR@"
 RUN_UMASK = 0o022
 RUN_TIMEOUT = 120
 
+# Set to keep the temp dirs of failing runs (their path is in the failure report).
+KEEP_ENV = "SALTPAN_CONFORMANCE_KEEP"
+
 
 # -- cases ----------------------------------------------------------------------------------
 
@@ -204,8 +207,8 @@ class Workspace:
 
 
 @contextmanager
-def materialise(case: Case) -> Iterator[Workspace]:
-    """A fresh temp tree for one run of a case; removed afterwards."""
+def materialise(case: Case, keep: Callable[[], bool] = lambda: False) -> Iterator[Workspace]:
+    """A fresh temp tree for one run of a case; removed afterwards unless keep() says otherwise."""
     tmp = os.path.realpath(tempfile.mkdtemp(prefix="saltpan-conformance-"))
     try:
         for sub in ("conf", "run", "sandbox"):
@@ -221,7 +224,8 @@ def materialise(case: Case) -> Iterator[Workspace]:
             yaml.safe_dump(config, fh, default_flow_style=False, sort_keys=False)
         yield ws
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if not keep():
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 # -- running saltpan -----------------------------------------------------------------------
@@ -596,7 +600,8 @@ def run_check(case: Case, check: str, timeout: float = RUN_TIMEOUT) -> CheckOutc
     expected = case.expected(f"{check}.json")
     if expected is None:
         return CheckOutcome(False, f"{case.name} has no expected/{check}.json")
-    with materialise(case) as ws:
+    failed = False
+    with materialise(case, keep=lambda: failed and bool(os.environ.get(KEEP_ENV))) as ws:
         result = run_saltpan(check, ws, timeout)
         pairs = ws.path_placeholders()
         actual = normalise(check, result.stdout, result.stderr, pairs)
@@ -610,7 +615,10 @@ def run_check(case: Case, check: str, timeout: float = RUN_TIMEOUT) -> CheckOutc
                 if not same(expected_fs, actual_fs):
                     problems.append(report(f"{check}_fs.json", expected_fs, actual_fs))
         if problems:
+            failed = True
             tail = "\n".join(result.stderr.strip().splitlines()[-15:])
             problems.append(f"saltpan exit status {result.returncode}; stderr (last lines):\n{tail}")
+            problems.append(f"run dir kept: {ws.tmp}" if os.environ.get(KEEP_ENV)
+                            else f"(set {KEEP_ENV}=1 to keep the run dir)")
             return CheckOutcome(False, "\n\n".join(problems), actual)
         return CheckOutcome(True, "", actual)
