@@ -110,8 +110,9 @@ def test_render_errors_exit_non_zero_and_name_file_and_line(tree, capsys) -> Non
     pillar = json.loads(out)
     assert pillar["_errors"] == ["Rendering SLS 'web' failed. Please see master log for details."]
     assert "web" not in pillar and pillar["devdata"] == 1
-    assert err.splitlines() == [f"error: {tree / 'pillar/web.sls'}:2: Rendering SLS 'web' failed: "
-                                "Jinja variable 'nope' is undefined"]
+    (line,) = err.splitlines()
+    assert line.startswith(f"error: {tree / 'pillar/web.sls'}:2: ")
+    assert "'nope' is undefined" in line
 
 
 def test_missing_sls_exits_non_zero(tree, capsys) -> None:
