@@ -108,6 +108,11 @@ def test_list_string_and_list_forms() -> None:
     ("ports:443", True),  # non-string values
     ("url:http://x", True),  # the value may contain the delimiter
     ("missing:x", False),
+    ("*:Debian", True),  # any top-level grain
+    ("*:*:b:leaf", True),
+    ("*:leaf", False),  # '*:' looks one level down only
+    ("roles:*", True),  # the grain exists
+    ("missing:*", False),
 ])
 def test_grain(expr: str, expected: bool) -> None:
     assert match_one("grain", expr, WEB) is expected
