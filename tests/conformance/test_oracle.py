@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import stat
@@ -251,7 +252,6 @@ def test_fs_manifest(tmp_path) -> None:
     assert by_path["d"] == {"path": "d", "type": "dir", "mode": "0700"}
     assert by_path["d/f.txt"]["content"] == "path=@SANDBOX@/d/f.txt\n"
     assert by_path["d/f.txt"]["mode"] == "0600"
-    import hashlib
     assert by_path["d/f.txt"]["sha256"] == hashlib.sha256(b"path=@SANDBOX@/d/f.txt\n").hexdigest()
     assert by_path["link"] == {"path": "link", "type": "symlink", "target": "@SANDBOX@/d"}
     assert "content" not in by_path["big.bin"] and "content" not in by_path["long.txt"]
