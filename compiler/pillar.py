@@ -220,17 +220,21 @@ class _PillarRun:
     def render_sls(self, sls: str, env: str, mods: dict[str, Any], defaults: Mapping[str, Any] | None,
                    chain: list[str], origin: top.Matched | None = None, where: tuple | None = None) -> Any:
         """Render one sls with its includes merged in; None when it has no data."""
+        display, line = (origin.display, origin.line) if origin else (where or (None, None))
         try:
             found = find_sls(self.o.source, env, sls)
-        except CompileError as exc:
-            self.fail(exc)
+        except CompileError as exc:  # e.g. a symlink leading out of the roots: name who asked for it
+            self.fail(CompileError(exc.kind, f"SLS '{sls}': {exc.message}", exc.file or display, exc.line or line))
             return None
         if found is None:
+            if env not in self.o.source.saltenvs():
+                if origin is not None:  # as Salt: one error per top-file sls of an env without pillar_roots
+                    text = f"No matching pillar environment for environment '{env}' found"
+                    self.fail(CompileError(MISSING_SLS, f"{text} (no pillar_roots for '{env}')", display, line),
+                              text)
+                return None
             if origin is not None and origin.ignore_missing:
                 return None
-            display, line = (origin.display, origin.line) if origin else (where or (None, None))
-            if env not in self.o.source.saltenvs():
-                return None  # as Salt: an env without pillar_roots contributes nothing, silently
             text = f"Specified SLS '{sls}' in environment '{env}' is not available on the salt master"
             self.fail(CompileError(MISSING_SLS, text, display, line), text)
             return None

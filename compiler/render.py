@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import posixpath
-import re
 import tomllib
 import traceback
 from collections.abc import Mapping
@@ -39,8 +38,6 @@ _LEGACY = {
 
 TEXT_RENDERERS = {"jinja", "yaml", "yamlex", "json", "toml", "gpg", "py"}
 
-_SHEBANG = re.compile(r"^#!\s*([A-Za-z0-9_|\s]+?)\s*(?:\s.*)?$")
-
 
 @dataclass
 class Rendered:
@@ -57,11 +54,12 @@ def parse_pipe(spec: str) -> list[str]:
 
 def pipe_of(text: str, default: str) -> tuple[list[str], bool]:
     """The renderer pipeline for a file and whether its first line was a shebang."""
-    if text.startswith("#!"):
-        first = text.split("\n", 1)[0]
-        found = _SHEBANG.match(first)
-        if found:
-            return parse_pipe(found.group(1)), True
+    if text.startswith("#!") and not text.startswith("#!/"):
+        first = text.split("\n", 1)[0][2:]
+        # as Salt: renderer names separated by '|', each may be followed by arguments
+        names = [part.split()[0] for part in first.split("|") if part.strip()]
+        if names:
+            return parse_pipe("|".join(names)), True
     return parse_pipe(default), False
 
 
@@ -166,8 +164,6 @@ class Renderer:
         tmpl = self.template(source_file, text)
         try:
             out = tmpl.render(context)
-        except CompileError:
-            raise
         except Exception as exc:  # noqa: BLE001 - any template failure is a render error
             raise jinja_error(exc, source_file.display) from None
         if text.endswith("\n") and not out.endswith("\n"):
@@ -236,6 +232,10 @@ class Renderer:
             "__env__": context.get("saltenv"),
             "__saltenv__": context.get("saltenv"),
         }
+        # Salt's py renderer also provides them under plain names
+        module_globals.update(salt=module_globals["__salt__"], grains=module_globals["__grains__"],
+                              opts=module_globals["__opts__"], pillar=module_globals["__pillar__"],
+                              sls=module_globals["__sls__"], saltenv=module_globals["__env__"])
         try:
             exec(code, module_globals)  # noqa: S102 - #!py is Salt's Python renderer
             run = module_globals.get("run")
@@ -262,10 +262,12 @@ def _traceback_line(exc: BaseException, filename: str) -> int | None:
 def _deepest_template_frame(exc: BaseException) -> tuple[str | None, int | None]:
     found: tuple[str | None, int | None] = (None, None)
     for frame, lineno in traceback.walk_tb(exc.__traceback__):
-        filename = frame.f_code.co_filename
-        # Jinja rewrites tracebacks so that template frames carry the template's file and line
-        if "__jinja_template__" in frame.f_globals or not (filename.endswith(".py") or filename.startswith("<")):
-            found = (filename, lineno)
+        if "__jinja_exception__" in frame.f_globals:
+            # Jinja's rewritten traceback: a stand-in frame at the template's own file and line
+            found = (frame.f_code.co_filename, lineno)
+        elif "__jinja_template__" in frame.f_globals:
+            template = frame.f_globals["__jinja_template__"]
+            found = (template.filename, template.get_corresponding_lineno(lineno))
     return found
 
 
@@ -283,7 +285,11 @@ def jinja_error(exc: BaseException, display: str) -> CompileError:
     elif isinstance(exc, jinja2.UndefinedError):
         msg = f"Jinja variable {exc.message}"
     elif isinstance(exc, CompileError):
-        return exc
+        if exc.file and exc.file != "<string>":
+            return exc
+        # raised by our loader or a load_* filter: place it at the template line that asked for it
+        detail = f" (line {exc.line} of the loaded data)" if exc.line else ""
+        return CompileError(exc.kind, f"Jinja error: {exc.message}{detail}", file or display, line)
     else:
         msg = f"Jinja error: {type(exc).__name__}: {exc}"
     return CompileError(RENDER_ERROR, msg, file or display, line)

@@ -221,7 +221,7 @@ def _abs(path: str, base_dir: str) -> str:
     return os.path.normpath(os.path.join(base_dir, os.path.expanduser(path)))
 
 
-def _merge_file(opts: dict[str, Any], path: str, seen: set[str]) -> None:
+def _merge_file(opts: dict[str, Any], path: str, seen: set[str], default_include: str | None = None) -> None:
     real = os.path.realpath(path)
     if real in seen:
         raise ConfigError(f"{path}: config include loop")
@@ -231,7 +231,7 @@ def _merge_file(opts: dict[str, Any], path: str, seen: set[str]) -> None:
     base_dir = os.path.dirname(os.path.abspath(path))
     data = _resolve_paths(data, base_dir)
     includes = data.pop("include", None)
-    default_include = data.get("default_include")
+    default_include = data.get("default_include", default_include)
     opts.update(data)
     for pattern in ([default_include] if default_include else []):
         for extra in sorted(glob.glob(os.path.join(base_dir, pattern))):
@@ -247,7 +247,7 @@ def load(path: str | None, role: str = "minion", overrides: Mapping[str, Any] | 
     opts["default_include"] = f"{role}.d/*.conf" if role in ("master", "minion") else None
     configured: dict[str, Any] = {}
     if path:
-        _merge_file(configured, path, set())
+        _merge_file(configured, path, set(), opts["default_include"])
         opts["conf_file"] = os.path.abspath(path)
     opts.update(configured)
     if overrides:
