@@ -189,7 +189,7 @@ def test_template_errors_name_the_file(tmp_path):
     assert len(result.pillar["_errors"]) == 1
     message = result.pillar["_errors"][0]
     assert message.startswith(f"Failed to load ext_pillar file_tree for minion web01: rendering {path} failed: ")
-    assert message.endswith(f"Jinja variable 'dict object' has no attribute 'nope' ({path})")
+    assert message.endswith(f"Jinja variable 'dict object' has no attribute 'nope' ({path}:2)")
 
 
 def test_template_renderer_blacklist(tmp_path):
