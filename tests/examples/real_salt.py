@@ -1,0 +1,197 @@
+"""Run real Salt masterless on the shipped trees, for minions of demo/fleet.yaml.
+
+This is how tests/examples/expected/ was generated, and how the shipped state
+tree is checked against real Salt (Salt 3008.3 in /opt/saltvenv here; pass
+--salt-call or set SALTPAN_SALT_CALL elsewhere):
+
+    # write tests/examples/expected/<id>.pillar.json from Salt's pillar.raw
+    python tests/examples/real_salt.py pillar web01 db02 --write
+
+    # pillar.raw, state.show_lowstate, state.apply twice into a temp sandbox
+    # (the second apply must change nothing), state.apply test=True
+    python tests/examples/real_salt.py check web01 db02 lb01
+
+Each run gets a fresh temp directory: a minion config (id, the fleet grains,
+pillar_roots / file_roots pointing at the shipped trees, the `frontends`
+nodegroup, file_client: local and every runtime path under the temp dir) and,
+for applies, a sandbox that replaces the fleet's `sandbox` grain.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping
+from typing import Any
+
+import yaml
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+EXPECTED_DIR = os.path.join(REPO, "tests", "examples", "expected")
+FLEET_FILE = os.path.join(REPO, "demo", "fleet.yaml")
+DEFAULT_SALT_CALL = "/opt/saltvenv/bin/salt-call"
+NODEGROUPS = {"frontends": "G@role:web or G@role:lb"}  # as runtime/config.py: shipped()
+
+
+def salt_call_path(explicit: str | None = None) -> str | None:
+    """The salt-call to use, or None when there is none on this machine."""
+    for candidate in (explicit, os.environ.get("SALTPAN_SALT_CALL"), DEFAULT_SALT_CALL):
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def load_fleet() -> dict[str, dict[str, Any]]:
+    with open(FLEET_FILE, encoding="utf-8") as fh:
+        return yaml.safe_load(fh)
+
+
+class SaltMinion:
+    """One masterless Salt minion in a temp directory, removed by close()."""
+
+    def __init__(self, salt_call: str, minion_id: str, grains: Mapping[str, Any], sandbox: str | None = None):
+        self.salt_call = salt_call
+        self.tmp = os.path.realpath(tempfile.mkdtemp(prefix=f"saltpan-real-salt-{minion_id}-"))
+        self.confdir = os.path.join(self.tmp, "conf")
+        run = os.path.join(self.tmp, "run")
+        os.makedirs(self.confdir)
+        os.makedirs(run)
+        grains = dict(grains)
+        if sandbox is not None:
+            grains["sandbox"] = sandbox
+        self.sandbox = grains.get("sandbox")
+        config = {
+            "id": minion_id,
+            "grains": grains,
+            "pillar_roots": {"base": [os.path.join(REPO, "pillar_roots")]},
+            "file_roots": {"base": [os.path.join(REPO, "state_roots")]},
+            "nodegroups": NODEGROUPS,
+            "file_client": "local",
+            "root_dir": os.path.join(run, "root"),
+            "pki_dir": os.path.join(run, "pki"),
+            "cachedir": os.path.join(run, "cache"),
+            "sock_dir": os.path.join(run, "sock"),
+            "log_file": os.path.join(run, "minion.log"),
+            "user": getpass.getuser(),
+        }
+        with open(os.path.join(self.confdir, "minion"), "w", encoding="utf-8") as fh:
+            yaml.safe_dump(config, fh, default_flow_style=False)
+
+    def call(self, *args: str, timeout: float = 180) -> tuple[int, Any, str]:
+        """(exit status, the `local` part of the JSON output, stderr)."""
+        argv = [self.salt_call, "-c", self.confdir, "--local", "--out", "json", "-l", "quiet",
+                "--retcode-passthrough", *args]
+        env = dict(os.environ, LC_ALL="C.UTF-8", LANG="C.UTF-8")
+        env.pop("SALT_CONFIG_DIR", None)
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env,
+                              stdin=subprocess.DEVNULL, check=False)
+        try:
+            data = json.loads(proc.stdout)["local"] if proc.stdout.strip() else None
+        except (ValueError, KeyError, TypeError):
+            data = proc.stdout
+        return proc.returncode, data, proc.stderr
+
+    def close(self) -> None:
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def real_pillar(salt_call: str, minion_id: str, grains: Mapping[str, Any]) -> dict[str, Any]:
+    minion = SaltMinion(salt_call, minion_id, grains)
+    try:
+        rc, data, err = minion.call("pillar.raw")
+    finally:
+        minion.close()
+    if rc != 0 or not isinstance(data, dict):
+        raise RuntimeError(f"salt-call pillar.raw for {minion_id} failed (exit {rc}): {err or data}")
+    return data
+
+
+def changed_states(results: Any) -> list[str]:
+    return sorted(key for key, ret in results.items() if ret.get("changes"))
+
+
+def failed_states(results: Any) -> list[str]:
+    return sorted(f"{key}: {ret.get('comment')}" for key, ret in results.items() if ret.get("result") is not True)
+
+
+def check_minion(salt_call: str, minion_id: str, grains: Mapping[str, Any]) -> list[str]:
+    """Problems found applying the shipped trees to minion_id with real Salt (empty: all good)."""
+    problems: list[str] = []
+    sandbox_root = tempfile.mkdtemp(prefix=f"saltpan-sandbox-{minion_id}-")
+    minion = SaltMinion(salt_call, minion_id, grains, sandbox=os.path.join(sandbox_root, minion_id))
+    try:
+        rc, pillar, err = minion.call("pillar.raw")
+        if rc != 0 or not isinstance(pillar, dict) or pillar.get("_errors"):
+            problems.append(f"pillar.raw: exit {rc}, {err.strip() or pillar}")
+        rc, low, err = minion.call("state.show_lowstate")
+        if rc != 0 or not isinstance(low, list):
+            problems.append(f"state.show_lowstate: exit {rc}, {err.strip() or low}")
+            return problems
+        print(f"{minion_id}: {len(low)} low chunks")
+        rc, test_run, err = minion.call("state.apply", "test=True")
+        if not isinstance(test_run, dict):
+            problems.append(f"state.apply test=True: exit {rc}, {err.strip() or test_run}")
+        elif os.path.exists(minion.sandbox):
+            problems.append("state.apply test=True wrote into the sandbox")
+        for run in (1, 2):
+            rc, results, err = minion.call("state.apply")
+            if rc != 0 or not isinstance(results, dict):
+                problems.append(f"state.apply #{run}: exit {rc}, {err.strip() or results}")
+                break
+            failed = failed_states(results)
+            changed = changed_states(results)
+            print(f"{minion_id}: apply #{run}: {len(results)} states, {len(changed)} changed, {len(failed)} failed")
+            problems += [f"apply #{run} failed {f}" for f in failed]
+            if run == 2 and changed:
+                problems += [f"apply #2 changed {c}" for c in changed]
+    finally:
+        minion.close()
+        shutil.rmtree(sandbox_root, ignore_errors=True)
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("action", choices=["pillar", "check"])
+    parser.add_argument("minions", nargs="*", help="minion ids from demo/fleet.yaml (default: all)")
+    parser.add_argument("--salt-call", help=f"salt-call to run (default: $SALTPAN_SALT_CALL or {DEFAULT_SALT_CALL})")
+    parser.add_argument("--write", action="store_true", help="pillar: write tests/examples/expected/<id>.pillar.json")
+    args = parser.parse_args(argv)
+    salt_call = salt_call_path(args.salt_call)
+    if not salt_call:
+        print("no salt-call found: pass --salt-call or set SALTPAN_SALT_CALL", file=sys.stderr)
+        return 2
+    fleet = load_fleet()
+    minions = args.minions or sorted(fleet)
+    unknown = [m for m in minions if m not in fleet]
+    if unknown:
+        print(f"not in {FLEET_FILE}: {', '.join(unknown)}", file=sys.stderr)
+        return 2
+    status = 0
+    for minion_id in minions:
+        if args.action == "pillar":
+            pillar = real_pillar(salt_call, minion_id, fleet[minion_id])
+            text = json.dumps(pillar, indent=2, sort_keys=True) + "\n"
+            if args.write:
+                path = os.path.join(EXPECTED_DIR, f"{minion_id}.pillar.json")
+                with open(path, "w", encoding="utf-8") as fh:
+                    fh.write(text)
+                print(f"wrote {os.path.relpath(path, REPO)}")
+            else:
+                print(f"# {minion_id}\n{text}")
+        else:
+            problems = check_minion(salt_call, minion_id, fleet[minion_id])
+            for problem in problems:
+                print(f"{minion_id}: PROBLEM {problem}")
+            status = status or (1 if problems else 0)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
