@@ -6,6 +6,8 @@ tree is checked against real Salt (Salt 3008.3 in /opt/saltvenv here; pass
 
     # write tests/examples/expected/<id>.pillar.json from Salt's pillar.raw
     python tests/examples/real_salt.py pillar web01 db02 --write
+    # write tests/examples/expected/<id>.lowstate.json from state.show_lowstate
+    python tests/examples/real_salt.py lowstate web01 db02 --write
 
     # pillar.raw, state.show_lowstate, state.apply twice into a temp sandbox
     # (the second apply must change nothing), state.apply test=True
@@ -36,6 +38,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 EXPECTED_DIR = os.path.join(REPO, "tests", "examples", "expected")
 FLEET_FILE = os.path.join(REPO, "demo", "fleet.yaml")
 DEFAULT_SALT_CALL = "/opt/saltvenv/bin/salt-call"
+FUNCTIONS = {"pillar": "pillar.raw", "lowstate": "state.show_lowstate"}
 NODEGROUPS = {"frontends": "G@role:web or G@role:lb"}  # as runtime/config.py: shipped()
 
 
@@ -101,15 +104,20 @@ class SaltMinion:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
-def real_pillar(salt_call: str, minion_id: str, grains: Mapping[str, Any]) -> dict[str, Any]:
+def real_output(salt_call: str, minion_id: str, grains: Mapping[str, Any], function: str) -> Any:
+    """Salt's output of one function (pillar.raw, state.show_lowstate, ...) with the fleet's grains."""
     minion = SaltMinion(salt_call, minion_id, grains)
     try:
-        rc, data, err = minion.call("pillar.raw")
+        rc, data, err = minion.call(function)
     finally:
         minion.close()
-    if rc != 0 or not isinstance(data, dict):
-        raise RuntimeError(f"salt-call pillar.raw for {minion_id} failed (exit {rc}): {err or data}")
+    if rc != 0 or not isinstance(data, (dict, list)):
+        raise RuntimeError(f"salt-call {function} for {minion_id} failed (exit {rc}): {err or data}")
     return data
+
+
+def real_pillar(salt_call: str, minion_id: str, grains: Mapping[str, Any]) -> dict[str, Any]:
+    return real_output(salt_call, minion_id, grains, "pillar.raw")
 
 
 def changed_states(results: Any) -> list[str]:
@@ -158,10 +166,11 @@ def check_minion(salt_call: str, minion_id: str, grains: Mapping[str, Any]) -> l
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("action", choices=["pillar", "check"])
+    parser.add_argument("action", choices=["pillar", "lowstate", "check"])
     parser.add_argument("minions", nargs="*", help="minion ids from demo/fleet.yaml (default: all)")
     parser.add_argument("--salt-call", help=f"salt-call to run (default: $SALTPAN_SALT_CALL or {DEFAULT_SALT_CALL})")
-    parser.add_argument("--write", action="store_true", help="pillar: write tests/examples/expected/<id>.pillar.json")
+    parser.add_argument("--write", action="store_true",
+                        help="pillar, lowstate: write tests/examples/expected/<id>.<action>.json")
     args = parser.parse_args(argv)
     salt_call = salt_call_path(args.salt_call)
     if not salt_call:
@@ -175,11 +184,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     status = 0
     for minion_id in minions:
-        if args.action == "pillar":
-            pillar = real_pillar(salt_call, minion_id, fleet[minion_id])
-            text = json.dumps(pillar, indent=2, sort_keys=True) + "\n"
+        if args.action in FUNCTIONS:
+            data = real_output(salt_call, minion_id, fleet[minion_id], FUNCTIONS[args.action])
+            text = json.dumps(data, indent=2, sort_keys=True) + "\n"
             if args.write:
-                path = os.path.join(EXPECTED_DIR, f"{minion_id}.pillar.json")
+                path = os.path.join(EXPECTED_DIR, f"{minion_id}.{args.action}.json")
                 with open(path, "w", encoding="utf-8") as fh:
                     fh.write(text)
                 print(f"wrote {os.path.relpath(path, REPO)}")
