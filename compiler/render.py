@@ -12,7 +12,6 @@ import hashlib
 import json
 import posixpath
 import re
-import sys
 import tomllib
 import traceback
 from collections.abc import Mapping
@@ -175,6 +174,13 @@ class Renderer:
             out += "\n"
         return out
 
+    def render_text(self, text: str, saltenv: str, relpath: str, display: str, context: Mapping[str, Any],
+                    engine: str = "jinja") -> str:
+        """Render a file template (file.managed `template: jinja`) with the sls Jinja environment."""
+        if engine != "jinja":
+            raise CompileError(RENDER_ERROR, f"template engine '{engine}' is not supported (use jinja)", display)
+        return self._jinja(SourceFile(saltenv, relpath, display, text), text, context)
+
     # -- data formats --------------------------------------------------------
     def _yaml(self, source_file: SourceFile, data: Any, want_lines: bool) -> tuple[Any, dict]:
         if not isinstance(data, str):
@@ -279,7 +285,3 @@ def jinja_error(exc: BaseException, display: str) -> CompileError:
     else:
         msg = f"Jinja error: {type(exc).__name__}: {exc}"
     return CompileError(RENDER_ERROR, msg, file or display, line)
-
-
-def python_version_tag() -> str:
-    return f"{sys.version_info.major}.{sys.version_info.minor}"

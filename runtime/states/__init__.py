@@ -48,6 +48,10 @@ class StateContext:
     render_template: Callable[[str, str, Mapping[str, Any], str], str] | None = None
     # execution-module function table (cmd.run, ...), for states that call modules
     functions: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
+    # the low chunk being run (mod_watch reads low["sfun"] and low["__reqs__"]: {req_type: [chunks]})
+    low: Mapping[str, Any] = field(default_factory=dict)
+    # results so far, keyed by state tag (mod_watch looks up which watched states changed)
+    running: Mapping[str, dict] = field(default_factory=dict)
 
 
 StateFunction = Callable[..., dict]
