@@ -104,20 +104,23 @@ class SaltMinion:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
-def real_output(salt_call: str, minion_id: str, grains: Mapping[str, Any], function: str) -> Any:
-    """Salt's output of one function (pillar.raw, state.show_lowstate, ...) with the fleet's grains."""
+def real_outputs(salt_call: str, minion_id: str, grains: Mapping[str, Any], functions: list[str]) -> list[Any]:
+    """Salt's output of each function (pillar.raw, state.show_lowstate, ...) with the fleet's grains."""
     minion = SaltMinion(salt_call, minion_id, grains)
+    outputs = []
     try:
-        rc, data, err = minion.call(function)
+        for function in functions:
+            rc, data, err = minion.call(function)
+            if rc != 0 or not isinstance(data, (dict, list)):
+                raise RuntimeError(f"salt-call {function} for {minion_id} failed (exit {rc}): {err or data}")
+            outputs.append(data)
     finally:
         minion.close()
-    if rc != 0 or not isinstance(data, (dict, list)):
-        raise RuntimeError(f"salt-call {function} for {minion_id} failed (exit {rc}): {err or data}")
-    return data
+    return outputs
 
 
-def real_pillar(salt_call: str, minion_id: str, grains: Mapping[str, Any]) -> dict[str, Any]:
-    return real_output(salt_call, minion_id, grains, "pillar.raw")
+def real_output(salt_call: str, minion_id: str, grains: Mapping[str, Any], function: str) -> Any:
+    return real_outputs(salt_call, minion_id, grains, [function])[0]
 
 
 def changed_states(results: Any) -> list[str]:

@@ -1,6 +1,6 @@
 """The shipped example trees (pillar_roots/, state_roots/, demo/fleet.yaml) against saltpan and real Salt.
 
-The expected files in tests/examples/expected/ were generated once with real
+The expected files in tests/examples/expected/ were generated with real
 Salt 3008.3 (`salt-call --local pillar.raw` / `state.show_lowstate`, the
 fleet's grains as minion config grains, the shipped trees as pillar_roots and
 file_roots, the `frontends` nodegroup) by:
@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import real_salt
 
-from runtime import compile_cmd
+from runtime import compile_cmd, pipeline
 
 REPO = real_salt.REPO
 EXPECTED_DIR = real_salt.EXPECTED_DIR
@@ -116,45 +116,29 @@ def test_cli_compiles_the_shipped_tree_by_default():
 
 
 @pytest.mark.parametrize("minion_id", EXPECTED_MINIONS)
-def test_lowstate_equals_real_salt_once_the_state_compiler_exists(minion_id):
+def test_lowstate_equals_real_salt(minion_id):
     proc = subprocess.run([sys.executable, "-m", "runtime", "compile", "--minion", minion_id,
                            "--show", "lowstate", "--out", "json"],
                           capture_output=True, text=True, timeout=60, cwd=REPO, check=False)
-    if proc.returncode == 2 and "not built yet" in proc.stderr:
-        pytest.skip("the state compiler is not built yet")
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == expected(minion_id, "lowstate")
 
 
-# -- real Salt (skipped where there is no salt-call) -------------------------------------
+def compile_lowstate(opts: dict[str, Any], compiler, minion_id: str) -> list[dict[str, Any]]:
+    grains = compile_cmd.minion_grains(opts, minion_id, None)
+    pillar = compiler.compile(minion_id, grains)
+    assert pillar.errors == []
+    result = pipeline.compile_states(opts, minion_id, grains, pillar.pillar, "lowstate")
+    assert result.errors == [], f"{minion_id}: {[str(e) for e in result.errors]}"
+    return result.data
 
-SALT_CALL = real_salt.salt_call_path()
-needs_salt = pytest.mark.skipif(SALT_CALL is None, reason="no salt-call (set SALTPAN_SALT_CALL)")
 
-
-@needs_salt
-@pytest.mark.slow
 @pytest.mark.parametrize("minion_id", sorted(FLEET))
-def test_real_salt_agrees_on_every_minions_pillar(shipped_opts, compiler, minion_id):
-    assert compile_pillar(shipped_opts, compiler, minion_id).pillar == real_salt.real_pillar(
-        SALT_CALL, minion_id, FLEET[minion_id])
-
-
-@needs_salt
-@pytest.mark.slow
-@pytest.mark.parametrize("minion_id", ["web01", "db02", "lb01"])
-def test_real_salt_applies_the_state_tree_cleanly_and_idempotently(minion_id):
-    assert real_salt.check_minion(SALT_CALL, minion_id, FLEET[minion_id]) == []
-
-
-@needs_salt
-@pytest.mark.slow
-@pytest.mark.parametrize("minion_id", sorted(FLEET))
-def test_every_state_stays_in_the_sandbox(minion_id):
-    """Every file a state manages, and every command, names a path under the sandbox grain."""
+def test_every_state_stays_in_the_sandbox(shipped_opts, compiler, minion_id):
+    """Every minion's states compile; each file a state manages, and each command, is under the sandbox grain."""
     sandbox = FLEET[minion_id]["sandbox"] + "/"
-    low = real_salt.real_output(SALT_CALL, minion_id, FLEET[minion_id], "state.show_lowstate")
-    assert low, f"{minion_id} gets no states"
+    low = compile_lowstate(shipped_opts, compiler, minion_id)
+    assert len(low) >= 10, f"{minion_id} gets only {len(low)} states"
     for chunk in low:
         where = f"{minion_id}: {chunk['__id__']}"
         assert chunk["state"] in ("file", "cmd", "test"), f"{where}: {chunk['state']} may need root"
@@ -166,3 +150,27 @@ def test_every_state_stays_in_the_sandbox(minion_id):
             for key in ("creates", "unless"):
                 if key in chunk:
                     assert sandbox in str(chunk[key]), where
+
+
+# -- real Salt (skipped where there is no salt-call) -------------------------------------
+
+SALT_CALL = real_salt.salt_call_path()
+needs_salt = pytest.mark.skipif(SALT_CALL is None, reason="no salt-call (set SALTPAN_SALT_CALL)")
+
+
+@needs_salt
+@pytest.mark.slow
+@pytest.mark.parametrize("minion_id", sorted(FLEET))
+def test_real_salt_agrees_on_every_minion(shipped_opts, compiler, minion_id):
+    """Pillar and lowstate of each fleet minion, saltpan against salt-call --local."""
+    salt_pillar, salt_low = real_salt.real_outputs(SALT_CALL, minion_id, FLEET[minion_id],
+                                                   ["pillar.raw", "state.show_lowstate"])
+    assert compile_pillar(shipped_opts, compiler, minion_id).pillar == salt_pillar
+    assert compile_lowstate(shipped_opts, compiler, minion_id) == salt_low
+
+
+@needs_salt
+@pytest.mark.slow
+@pytest.mark.parametrize("minion_id", ["web01", "db02", "lb01"])
+def test_real_salt_applies_the_state_tree_cleanly_and_idempotently(minion_id):
+    assert real_salt.check_minion(SALT_CALL, minion_id, FLEET[minion_id]) == []
