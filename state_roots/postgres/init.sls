@@ -60,7 +60,7 @@ postgres_pgpass:
 
 postgres_reload:
   cmd.run:
-    - name: 'date > "{{ root }}/var/run/postgres.reloaded"'
+    - name: 'touch "{{ root }}/var/run/postgres.reloaded"'
     - onchanges:
       - file: postgresql_conf
       - file: pg_hba_conf

@@ -13,6 +13,10 @@ tree is checked against real Salt (Salt 3008.3 in /opt/saltvenv here; pass
     # (the second apply must change nothing), state.apply test=True
     python tests/examples/real_salt.py check web01 db02 lb01
 
+    # state.apply with Salt, then twice with `saltpan call --local`, into the
+    # same sandbox path: the files, modes and links left behind must agree
+    python tests/examples/real_salt.py compare web01 db02 lb01
+
 Each run gets a fresh temp directory: a minion config (id, the fleet grains,
 pillar_roots / file_roots pointing at the shipped trees, the `frontends`
 nodegroup, file_client: local and every runtime path under the temp dir) and,
@@ -23,9 +27,11 @@ from __future__ import annotations
 
 import argparse
 import getpass
+import hashlib
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -86,14 +92,22 @@ class SaltMinion:
         with open(os.path.join(self.confdir, "minion"), "w", encoding="utf-8") as fh:
             yaml.safe_dump(config, fh, default_flow_style=False)
 
-    def call(self, *args: str, timeout: float = 180) -> tuple[int, Any, str]:
-        """(exit status, the `local` part of the JSON output, stderr)."""
-        argv = [self.salt_call, "-c", self.confdir, "--local", "--out", "json", "-l", "quiet",
-                "--retcode-passthrough", *args]
+    def call(self, *args: str, timeout: float = 180, saltpan: bool = False) -> tuple[int, Any, str]:
+        """(exit status, the `local` part of the JSON output, stderr) of salt-call, or of saltpan call."""
+        if saltpan:
+            argv = [sys.executable, "-m", "runtime", "call", "-c", os.path.join(self.confdir, "minion"), "--local",
+                    "--out", "json", *args]
+        else:
+            argv = [self.salt_call, "-c", self.confdir, "--local", "--out", "json", "-l", "quiet",
+                    "--retcode-passthrough", *args]
         env = dict(os.environ, LC_ALL="C.UTF-8", LANG="C.UTF-8")
         env.pop("SALT_CONFIG_DIR", None)
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env,
-                              stdin=subprocess.DEVNULL, check=False)
+        old_umask = os.umask(0o022)  # file modes in the sandbox depend on it
+        try:
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env, cwd=REPO,
+                                  stdin=subprocess.DEVNULL, check=False)
+        finally:
+            os.umask(old_umask)
         try:
             data = json.loads(proc.stdout)["local"] if proc.stdout.strip() else None
         except (ValueError, KeyError, TypeError):
@@ -167,9 +181,57 @@ def check_minion(salt_call: str, minion_id: str, grains: Mapping[str, Any]) -> l
     return problems
 
 
+def sandbox_manifest(root: str) -> dict[str, list[str]]:
+    """{relative path: [kind, mode, content digest or link target]} of everything under root."""
+    manifest: dict[str, list[str]] = {}
+    for cur, dirs, files in os.walk(root):
+        for name in sorted(dirs + files):
+            path = os.path.join(cur, name)
+            rel = os.path.relpath(path, root)
+            st = os.lstat(path)
+            if stat.S_ISLNK(st.st_mode):
+                manifest[rel] = ["link", os.readlink(path)]
+            elif stat.S_ISDIR(st.st_mode):
+                manifest[rel] = ["dir", oct(st.st_mode & 0o7777)]
+            else:
+                with open(path, "rb") as fh:
+                    digest = hashlib.sha256(fh.read()).hexdigest()
+                manifest[rel] = ["file", oct(st.st_mode & 0o7777), digest]
+    return manifest
+
+
+def compare_apply(salt_call: str, minion_id: str, grains: Mapping[str, Any]) -> list[str]:
+    """Apply the shipped trees with Salt, then with saltpan (twice) into the same sandbox path; differences."""
+    problems: list[str] = []
+    sandbox_root = tempfile.mkdtemp(prefix=f"saltpan-compare-{minion_id}-")
+    sandbox = os.path.join(sandbox_root, minion_id)
+    minion = SaltMinion(salt_call, minion_id, grains, sandbox=sandbox)
+    try:
+        rc, results, err = minion.call("state.apply")
+        if rc != 0 or not isinstance(results, dict):
+            return [f"salt-call state.apply: exit {rc}, {err.strip() or results}"]
+        salt_files = sandbox_manifest(sandbox)
+        shutil.rmtree(sandbox)
+        for run in (1, 2):
+            rc, results, err = minion.call("state.apply", saltpan=True)
+            if rc != 0 or not isinstance(results, dict):
+                return problems + [f"saltpan state.apply #{run}: exit {rc}, {err.strip() or results}"]
+            problems += [f"saltpan apply #{run} failed {f}" for f in failed_states(results)]
+            if run == 2:
+                problems += [f"saltpan apply #2 changed {c}" for c in changed_states(results)]
+        saltpan_files = sandbox_manifest(sandbox)
+        for path in sorted(set(salt_files) | set(saltpan_files)):
+            if salt_files.get(path) != saltpan_files.get(path):
+                problems.append(f"{path}: Salt {salt_files.get(path)}, saltpan {saltpan_files.get(path)}")
+    finally:
+        minion.close()
+        shutil.rmtree(sandbox_root, ignore_errors=True)
+    return problems
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("action", choices=["pillar", "lowstate", "check"])
+    parser.add_argument("action", choices=["pillar", "lowstate", "check", "compare"])
     parser.add_argument("minions", nargs="*", help="minion ids from demo/fleet.yaml (default: all)")
     parser.add_argument("--salt-call", help=f"salt-call to run (default: $SALTPAN_SALT_CALL or {DEFAULT_SALT_CALL})")
     parser.add_argument("--write", action="store_true",
@@ -198,7 +260,8 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 print(f"# {minion_id}\n{text}")
         else:
-            problems = check_minion(salt_call, minion_id, fleet[minion_id])
+            check = check_minion if args.action == "check" else compare_apply
+            problems = check(salt_call, minion_id, fleet[minion_id])
             for problem in problems:
                 print(f"{minion_id}: PROBLEM {problem}")
             status = status or (1 if problems else 0)

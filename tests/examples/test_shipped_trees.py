@@ -13,6 +13,7 @@ Regenerate them the same way whenever the trees or the fleet change.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -174,3 +175,13 @@ def test_real_salt_agrees_on_every_minion(shipped_opts, compiler, minion_id):
 @pytest.mark.parametrize("minion_id", ["web01", "db02", "lb01"])
 def test_real_salt_applies_the_state_tree_cleanly_and_idempotently(minion_id):
     assert real_salt.check_minion(SALT_CALL, minion_id, FLEET[minion_id]) == []
+
+
+@needs_salt
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("runtime.states.file") is None,
+                    reason="saltpan's file state module is not built yet")
+@pytest.mark.parametrize("minion_id", ["web01", "db02", "lb01"])
+def test_saltpan_applies_the_state_tree_as_real_salt_does(minion_id):
+    """saltpan call --local state.apply: clean, idempotent, and the same files, modes and links as Salt."""
+    assert real_salt.compare_apply(SALT_CALL, minion_id, FLEET[minion_id]) == []
