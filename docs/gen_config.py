@@ -73,9 +73,10 @@ How a configuration is put together:
 - `pillar_source_merging_strategy` and `top_file_merging_strategy` must be
   one of the values listed below.
 
-Keys that belong to commands still being built (the master and minion
-daemons, state runs) are listed with the defaults those commands will use;
-the README's tour says what is built.
+Some keys are read by parts still being built (the master and minion
+daemons, state runs, ext_pillar time limits, pillar caching, schemas and
+masking); they are listed with the defaults those parts will use.  The
+README's tour says what is built.
 
 """
 
