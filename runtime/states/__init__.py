@@ -25,7 +25,7 @@ Salt's result shape::
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,6 +48,13 @@ class StateContext:
     render_template: Callable[[str, str, Mapping[str, Any], str], str] | None = None
     # execution-module function table (cmd.run, ...), for states that call modules
     functions: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
+    # the low chunk being run, requisites included (file.directory's clean reads ``require``)
+    low: Mapping[str, Any] = field(default_factory=dict)
+    # every low chunk of the run (file.directory's clean keeps files named by required states)
+    lowstate: Sequence[Mapping[str, Any]] = ()
+    # for mod_watch: "state: __id__" of each watched requisite that reported changes
+    # (test.mod_watch reports them under the changes key "Requisites with changes")
+    watch_changes: Sequence[str] = ()
 
 
 StateFunction = Callable[..., dict]
