@@ -189,17 +189,17 @@ def manage_content(
     if os.path.isfile(name) or os.path.islink(name):
         real = os.path.realpath(name) if follow_symlinks and os.path.islink(name) else name
         replace_link = os.path.islink(name) and not follow_symlinks
-        if data is not None and (replace_link or not os.path.exists(real)):
+        if data is None or not os.path.exists(real):
             current = b""
         else:
-            current = F.read_bytes(real) if data is not None else b""
+            current = F.read_bytes(real)  # through the link, also when the link is replaced
         if data is not None and (replace_link or current != data):
             if check_cmd:
                 failure = _run_check_cmd(check_cmd, data, name, ctx)
                 if failure:
                     return _error(ret, failure)
             if replace_link:
-                ret["changes"]["diff"] = "Replace symbolic link with regular file"
+                ret["changes"]["diff"] = _link_diff(name, current, data, show_changes)
                 st = None
                 target = name
             else:
@@ -276,6 +276,13 @@ def manage_content(
     return ret
 
 
+def _link_diff(name: str, current: bytes, data: bytes, show_changes: bool) -> str:
+    """Salt diffs the link target's content against the new content; same content: a message."""
+    if os.path.exists(name) and current != data:
+        return F.content_diff(current, data) if show_changes else "<show_changes=False>"
+    return "Replace symbolic link with regular file"
+
+
 def _backup(ctx: StateContext, path: str, backup: Any) -> None:
     mode = str(backup or ctx.opts.get("backup_mode") or "")
     if mode in ("minion", "both") and ctx.opts.get("cachedir") and os.path.exists(path):
@@ -291,7 +298,8 @@ def predict_changes(name: str, data: bytes | None, user: Any, group: Any, mode: 
     real = os.path.realpath(name) if follow_symlinks else name
     if data is not None:
         if os.path.islink(name) and not follow_symlinks:
-            changes["diff"] = "Replace symbolic link with regular file"
+            current = F.read_bytes(name) if os.path.exists(name) else b""
+            changes["diff"] = _link_diff(name, current, data, show_changes)
         else:
             current = F.read_bytes(real)
             if current != data:
@@ -377,7 +385,8 @@ def managed(
             contents_newline, contents_delimiter, template, context, defaults, allow_empty,
             skip_verify, source_hash_name)
     except (S.SourceError, F.FileStateError) as exc:
-        return _error(ret, f"Unable to manage file: {exc}" if source else str(exc))
+        prefix = "Unable to manage file: " if source and not ctx.test else ""
+        return _error(ret, f"{prefix}{exc}")
     if keep_mode and source_mode is not None:
         mode = source_mode
 
@@ -467,6 +476,22 @@ def _merge_recurse(old: Any, new: Any) -> Any:
     return new
 
 
+def recursive_diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+    """Salt's dictdiffer.recursive_diff: {key: {new, old}} for changed keys ('<_null_>' = absent)."""
+    out: dict[str, Any] = {}
+    for key, value in new.items():
+        if key not in old:
+            out[key] = {"new": value, "old": "<_null_>"}
+        elif value != old[key]:
+            if isinstance(value, Mapping) and isinstance(old[key], Mapping):
+                sub = recursive_diff(old[key], value)
+                if sub:
+                    out[key] = sub
+            else:
+                out[key] = {"new": value, "old": old[key]}
+    return out
+
+
 def _repack(options: Any) -> dict[str, Any]:
     if isinstance(options, Mapping):
         return dict(options)
@@ -543,17 +568,21 @@ def serialize(
             ret["comment"] = f"Dataset will be serialized and stored into {name}"
         else:
             ret["comment"] = f"The file {name} is in the correct state"
-        return ret
-    owner_error = F.check_user_group(user, group)
-    if owner_error:
-        return _error(ret, owner_error)
-    try:
-        return manage_content(ctx, ret, name, data, from_source=False, user=user, group=group, mode=mode,
-                              makedirs=makedirs, backup=backup, show_changes=show_changes,
-                              check_cmd=check_cmd)
-    except (OSError, F.FileStateError) as exc:
-        ret["changes"] = {}
-        return _error(ret, f"Unable to manage file: {exc}")
+    else:
+        owner_error = F.check_user_group(user, group)
+        if owner_error:
+            return _error(ret, owner_error)
+        try:
+            ret = manage_content(ctx, ret, name, data, from_source=False, user=user, group=group, mode=mode,
+                                 makedirs=makedirs, backup=backup, show_changes=show_changes,
+                                 check_cmd=check_cmd)
+        except (OSError, F.FileStateError) as exc:
+            ret["changes"] = {}
+            return _error(ret, f"Unable to manage file: {exc}")
+    if isinstance(existing, Mapping) and isinstance(dataset, Mapping):
+        # Salt reports a merge as the data difference, not as a text diff
+        ret["changes"]["diff"] = recursive_diff(existing, dataset)
+    return ret
 
 
 # ---------------------------------------------------------------------------
