@@ -44,7 +44,9 @@ class StateContext:
     sls: str | None = None
     # fetch_file(url, saltenv) -> (text_or_bytes, display_path, mode_or_None) or None when missing
     fetch_file: Callable[[str, str], tuple[bytes, str, int | None] | None] | None = None
-    # render_template(text, engine, context, display) -> str  (engine: "jinja")
+    # render_template(text, engine, context, display) -> str  (engine: "jinja"); context holds the
+    # state's defaults+context; the renderer adds grains/pillar/salt/opts/saltenv/sls and, like
+    # Salt's, keeps a template's final newline (jinja2 itself drops it)
     render_template: Callable[[str, str, Mapping[str, Any], str], str] | None = None
     # execution-module function table (cmd.run, ...), for states that call modules
     functions: Mapping[str, Callable[..., Any]] = field(default_factory=dict)

@@ -136,13 +136,14 @@ def _parse_hash_text(text: str, source_url: str, source_hash_name: str | None) -
         kind = kind.strip().lower()
         if kind in hashlib.algorithms_available:
             return kind, value.strip().lower()
-    wanted = source_hash_name or os.path.basename(urllib.parse.urlparse(source_url).path)
+    wanted = source_hash_name or os.path.basename(source_url.split("?", 1)[0].rstrip("/"))
     candidates: list[str] = []
     for line in text.splitlines():
         found = [h for h in _HEX.findall(line) if len(h) in HASH_LENGTHS]
         if not found:
             continue
-        if wanted and wanted in line:
+        names = {token.lstrip("*").strip("()") for token in line.split()}
+        if wanted and (wanted in names or any(os.path.basename(n) == wanted for n in names)):
             return HASH_LENGTHS[len(found[0])], found[0].lower()
         candidates.extend(found)
     if len(candidates) == 1:

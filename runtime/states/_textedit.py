@@ -259,7 +259,12 @@ def _set_line(lines: list[str], content: str | None, match: str | None, mode: st
             raise EditError('On insert either "location" or "before/after" conditions are required.')
         if location:
             if location == "end":
-                lines.append(_with_indent(lines[-1], content, indent) if lines else content)
+                if lines and lines[-1] == "":
+                    # the file ends with a newline: the new line goes before that end, not after
+                    # it (Salt 3008 appends after it, leaving a blank line and no final newline)
+                    lines.insert(len(lines) - 1, _with_indent("", content, indent))
+                else:
+                    lines.append(_with_indent(lines[-1], content, indent) if lines else content)
             elif location == "start":
                 if lines:
                     lines.insert(0, _with_eol(lines[0], content))

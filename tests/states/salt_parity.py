@@ -217,7 +217,7 @@ def main() -> int:
                 continue
             failed += 1
             print(f"FAIL {label}")
-            for part, (a, b) in zip(("results", "manifest"), zip(salt, ours)):
+            for part, (a, b) in zip(("results", "manifest"), zip(salt, ours, strict=True), strict=True):
                 if a == b:
                     continue
                 if part == "results":
