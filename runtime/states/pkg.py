@@ -21,7 +21,7 @@ from runtime import cmdrun
 if TYPE_CHECKING:
     from runtime.states import StateContext
 
-__all__ = ["installed", "latest", "purged", "removed"]
+__all__ = ["installed", "latest", "mod_watch", "purged", "removed"]
 
 _VERSION_OP = re.compile(r"^\s*(<=|>=|==|!=|<|>|=)?\s*(\S+)\s*$")
 
@@ -399,3 +399,12 @@ def purged(ctx: StateContext, name: str, version: Any = None, pkgs: Any = None, 
     """Make sure packages and their configuration files are removed."""
     return _uninstall(ctx, name, version, pkgs, purge=True)
 
+
+
+def mod_watch(ctx: StateContext, name: str, sfun: str | None = None, **kwargs: Any) -> dict[str, Any]:
+    """A watched state changed: run the watching pkg function again (as Salt does)."""
+    funs = {"installed": installed, "latest": latest, "removed": removed, "purged": purged}
+    if sfun in funs:
+        return funs[sfun](ctx, name, **kwargs)
+    return {"name": name, "changes": {}, "result": False,
+            "comment": f"pkg.{sfun} does not work with the watch requisite"}

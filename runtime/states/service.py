@@ -198,8 +198,8 @@ def mod_watch(ctx: StateContext, name: str, sfun: str | None = None, reload: Any
     elif sfun == "running":
         if not active:
             action, verb = "start", "started"
-        elif _bool(reload) and not _bool(force):
-            action, verb = "reload", "reloaded"
+        elif _bool(reload):
+            action, verb = ("force-reload", "forcefully reloaded") if _bool(force) else ("reload", "reloaded")
         else:
             action, verb = "restart", "restarted"
     else:

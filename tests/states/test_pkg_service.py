@@ -63,3 +63,9 @@ def test_service_fails_clearly_without_systemd(ctx, tctx, sandbox):
             assert ret["comment"].startswith("No init system: systemd is not running")
     assert service.mod_watch(ctx, "nginx", sfun="running")["result"] is False
     assert manifest(sandbox) == before
+
+
+@needs_dpkg
+def test_pkg_mod_watch_reruns_the_function(ctx):
+    assert pkg.mod_watch(ctx, "dpkg", sfun="installed")["comment"] == "Package dpkg is already installed"
+    assert pkg.mod_watch(ctx, "dpkg", sfun="held")["result"] is False
