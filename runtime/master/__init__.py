@@ -1,1 +1,1 @@
-"""The master's daemon-side pieces (key store, shared session state, auth handler, ...)."""
+"""The master: process manager, publisher, event publisher, request server and workers, stores."""
