@@ -64,12 +64,14 @@ def id_problem(minion_id: object) -> str | None:
     """Why ``minion_id`` cannot name a key file, or None when it can.
 
     Salt refuses ids with ``/``, ``\\`` or NUL and ids that do not resolve to a file directly in
-    pki_dir (``""``, ``.``, ``..``).  We also refuse control characters and ids over 255 bytes
-    (the file name limit)."""
+    pki_dir (``""``, ``.``, ``..``).  We also refuse control characters, ids over 255 bytes (the
+    file name limit) and the ``.tmp-`` prefix of our temporary files."""
     if not isinstance(minion_id, str):
         return f"a minion id must be a string, not {type(minion_id).__name__}"
     if minion_id in ("", ".", ".."):
         return f"{minion_id!r} is not a usable minion id"
+    if minion_id.startswith(".tmp-"):
+        return "minion ids starting with '.tmp-' are reserved for the key store's temporary files"
     if any(c in minion_id for c in "/\\\0"):
         return "a minion id may not contain '/', '\\' or NUL"
     if any(ord(c) < 32 or ord(c) == 127 for c in minion_id):
