@@ -292,7 +292,8 @@ class ProxyStats:
     forwarded: int = 0
     replies: int = 0
     malformed: int = 0
-    refused: int = 0
+    refused: int = 0        # answered by the admit policy
+    dropped_busy: int = 0   # no worker could take it
 
 
 class RequestProxy:
@@ -329,20 +330,21 @@ class RequestProxy:
                 except zmq.ZMQError:
                     pass
                 return
+        self.stats.forwarded += 1
         try:
             self.backend.send_multipart([ident, b"", peer.encode(), rid, body], zmq.NOBLOCK, copy=False)
-            self.stats.forwarded += 1
         except zmq.Again:  # every worker queue is full: drop, the client retries
-            self.stats.refused += 1
+            self.stats.forwarded -= 1
+            self.stats.dropped_busy += 1
 
     def _from_worker(self) -> None:
         frames = recv_frames(self.backend)
         if frames is None or len(frames) != 4 or frames[1].bytes != b"":
             self.stats.malformed += 1
             return
+        self.stats.replies += 1
         try:
             self.frontend.send_multipart(frames, zmq.NOBLOCK, copy=False)
-            self.stats.replies += 1
         except zmq.ZMQError:
             pass  # client gone or its queue full: ROUTER drops
 

@@ -38,10 +38,15 @@ class Fleet:
         return minion, result, client, ServerChannel(self.store)
 
 
-@pytest.fixture
-def fleet(tmp_path) -> Fleet:
+def make_fleet(tmp_path) -> Fleet:
     master = Identity.generate()
     keys = FileKeyStore(str(tmp_path / "master-pki"))
     store = SQLiteSessionStore(str(tmp_path / "sessions.sqlite"))
-    yield Fleet(master, keys, store, AuthService(master, keys, store, AuthSettings(heartbeat_s=7.5)), tmp_path)
-    store.close()
+    return Fleet(master, keys, store, AuthService(master, keys, store, AuthSettings(heartbeat_s=7.5)), tmp_path)
+
+
+@pytest.fixture
+def fleet(tmp_path) -> Fleet:
+    made = make_fleet(tmp_path)
+    yield made
+    made.store.close()
