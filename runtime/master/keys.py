@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -50,6 +51,7 @@ STATE_NAMES = {ACCEPTED: "accepted", PENDING: "pending", REJECTED: "rejected", D
 DEFAULT_MAX_PENDING = 1000
 MAX_ID_BYTES = 255
 MAX_KEY_FILE = 4096
+_BAD_ID_CHARS = re.compile(r"[\x00-\x1f\x7f/\\]")
 
 
 class KeyStoreError(Exception):
@@ -72,11 +74,16 @@ def id_problem(minion_id: object) -> str | None:
         return f"{minion_id!r} is not a usable minion id"
     if minion_id.startswith(".tmp-"):
         return "minion ids starting with '.tmp-' are reserved for the key store's temporary files"
-    if any(c in minion_id for c in "/\\\0"):
-        return "a minion id may not contain '/', '\\' or NUL"
-    if any(ord(c) < 32 or ord(c) == 127 for c in minion_id):
+    bad = _BAD_ID_CHARS.search(minion_id)
+    if bad is not None:
+        if bad.group() in "/\\\0":
+            return "a minion id may not contain '/', '\\' or NUL"
         return "a minion id may not contain control characters"
-    if len(minion_id.encode("utf-8", "surrogatepass")) > MAX_ID_BYTES:
+    try:
+        size = len(minion_id.encode("utf-8"))
+    except UnicodeEncodeError:
+        return "a minion id must be valid UTF-8 text"
+    if size > MAX_ID_BYTES:
         return f"a minion id may be at most {MAX_ID_BYTES} bytes long"
     return None
 

@@ -122,7 +122,7 @@ def test_finger_and_print(store):
 
 
 @pytest.mark.parametrize("bad", ["", ".", "..", "../etc", "a/b", "a\\b", "a\0b", "tab\there", "x" * 256,
-                                 "\x7f", ".tmp-x", 5, None])
+                                 "\x7f", ".tmp-x", "\ud800", 5, None])
 def test_invalid_ids(store, bad):
     assert not valid_id(bad) and id_problem(bad)
     with pytest.raises(InvalidMinionId):
