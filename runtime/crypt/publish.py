@@ -96,13 +96,22 @@ class PublicationReceiver:
 
     def update_key(self, pkey: PublishKey) -> bool:
         """Move to a newer epoch (from a heartbeat or ``_publish_key`` reply); older or equal
-        epochs are ignored.  Returns whether the key changed.  After re-authentication build a
-        new receiver from the grant instead (the master may have restarted its epochs)."""
+        epochs are ignored.  Returns whether the key changed.  After re-authentication use
+        :meth:`adopt` instead (the master may have restarted its epochs)."""
         with self._lock:
             if pkey.epoch <= self._pkey.epoch:
                 return False
             self._pkey, self._hi, self._bits = pkey, 0, 0
             return True
+
+    def adopt(self, pkey: PublishKey) -> None:
+        """After (re-)authentication: take the grant's key whatever its epoch number (a master
+        whose state was wiped numbers epochs from 1 again).  The serial window is kept only when
+        it is the very same key, so re-authenticating never reopens the window to replays."""
+        with self._lock:
+            if pkey.epoch == self._pkey.epoch and pkey.key == self._pkey.key:
+                return
+            self._pkey, self._hi, self._bits = pkey, 0, 0
 
     def open(self, data: bytes, *, now: int | None = None) -> Publication:
         """Verify and decrypt one publication, or raise ``PublicationRefused`` (``NeedPublishKey``

@@ -35,6 +35,10 @@ from runtime.crypt.replay import DEFAULT_MAX_SKEW_MS, WINDOW_SIZE, check_fresh, 
 
 DB_NAME = "sessions.sqlite"
 
+# Connections inherited through fork() are parked here, never closed or used: closing SQLite's
+# handle in a child can disturb the parent's locks (SQLite: do not carry a connection over fork).
+_INHERITED: list[sqlite3.Connection] = []
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
     sid BLOB PRIMARY KEY, minion_id TEXT NOT NULL, c2s BLOB NOT NULL, s2c BLOB NOT NULL,
@@ -110,7 +114,9 @@ class SQLiteSessionStore:
     def _tx(self, write: bool = True) -> Iterator[sqlite3.Connection]:
         with self._lock:
             if self._conn is None or self._pid != os.getpid():
-                self._conn = self._connect()  # never reuse a connection across fork
+                if self._conn is not None:
+                    _INHERITED.append(self._conn)  # from the parent: never reuse, never close
+                self._conn = self._connect()
                 self._pid = os.getpid()
             conn = self._conn
             conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")

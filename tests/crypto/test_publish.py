@@ -120,3 +120,15 @@ def test_oversized_or_garbage_frames_are_decode_errors(setup):
     with pytest.raises(codec.DecodeError) as err:
         small.open(seal_publication(setup[0], setup[1], 1, {"x": "y" * 200}))
     assert err.value.reason == "too_large"
+
+
+def test_adopt_after_reauth_keeps_the_window_for_the_same_key(setup):
+    master, pkey, receiver = setup
+    data = seal_publication(master, pkey, 1, {"jid": "1"})
+    receiver.open(data)
+    receiver.adopt(PublishKey(pkey.epoch, pkey.key, pkey.created_ms))   # re-auth, same epoch and key
+    assert refusal(receiver, data) == "replayed"
+    restarted = PublishKey.generate(1)                                  # master state wiped: epoch 1 again
+    receiver.adopt(restarted)
+    assert refusal(receiver, data) == "bad_tag"                         # old capture no longer opens
+    assert receiver.open(seal_publication(master, restarted, 1, {"jid": "2"})).payload == {"jid": "2"}

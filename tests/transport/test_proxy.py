@@ -6,6 +6,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import threading
+import time
 
 import pytest
 import zmq
@@ -129,23 +130,24 @@ def test_requests_spread_over_several_workers(ctx, reqserver):
 
 # ---------------------------------------------------------------- the replay race across processes
 
-def _sealed_worker(address, db_path, ready):
+def _sealed_worker(address, db_path, stop):
     ctx = zmq.Context()
     sock = make_socket(ctx, zmq.REP)
     sock.connect(address)
     channel = ServerChannel(SQLiteSessionStore(db_path))
-    ready.set()
-    handled = 0
-    while handled < 1:
-        request = recv_request(sock, 10_000)
+    pid = os.getpid()
+    while not stop.is_set():
+        request = recv_request(sock, 50)
         if request is None:
-            break
-        handled += 1
+            continue
+        if request.body == b"ping":
+            send_reply(sock, request.rid, b"%d" % pid)
+            continue
         try:
             opened = channel.open_request(codec.unpack_envelope(request.body).load)
-            reply = channel.seal_reply(opened, {"processed_by": os.getpid(), "payload": opened.payload})
+            reply = channel.seal_reply(opened, {"processed_by": pid, "payload": opened.payload})
         except CryptoError as exc:
-            reply = codec.pack_envelope("clear", codec.error_load(exc.reason, f"worker {os.getpid()}: {exc}"))
+            reply = codec.pack_envelope("clear", codec.error_load(exc.reason, str(pid)))
         send_reply(sock, request.rid, reply)
     sock.close(linger=0)
     ctx.destroy(linger=0)
@@ -156,22 +158,28 @@ def test_one_request_sent_to_two_worker_processes_at_once_is_processed_once(ctx,
     _, _, client_channel, _ = fleet.accepted("web1")
     server = ReqServer(ctx, str(tmp_path / "sock"))
     mp = multiprocessing.get_context("fork")
-    readies = [mp.Event() for _ in range(2)]
-    procs = [mp.Process(target=_sealed_worker, args=(server.workers, fleet.store.path, ready)) for ready in readies]
+    stop = mp.Event()
+    procs = [mp.Process(target=_sealed_worker, args=(server.workers, fleet.store.path, stop)) for _ in range(2)]
     for proc in procs:
         proc.start()
+    raw = make_socket(ctx, zmq.DEALER)
+    raw.connect(server.endpoint)
     try:
-        for ready in readies:
-            assert ready.wait(10)
+        # wait until both workers are connected: pings answered by two different processes
+        pids, deadline = set(), time.monotonic() + 10
+        while len(pids) < 2 and time.monotonic() < deadline:
+            raw.send_multipart([b"", b"ping%04d" % len(pids), b"ping"])
+            if raw.poll(200):
+                pids.add(raw.recv_multipart()[2])
+        assert len(pids) == 2
+        while raw.poll(200):
+            raw.recv_multipart()
         counter, data = client_channel.seal_request({"cmd": "_return", "jid": "1"})
-        raw = make_socket(ctx, zmq.DEALER)
-        raw.connect(server.endpoint)
-        raw.send_multipart([b"", b"rid-0001", data])   # the same bytes twice, back to back:
-        raw.send_multipart([b"", b"rid-0002", data])   # the DEALER hands them to the two workers
+        raw.send_multipart([b"", b"rid-0001", data])   # the same bytes twice, back to back: the
+        raw.send_multipart([b"", b"rid-0002", data])   # proxy's DEALER hands them to the two workers
         replies = []
         while len(replies) < 2 and raw.poll(10_000):
             replies.append(raw.recv_multipart()[2])
-        raw.close()
         assert len(replies) == 2
         outcomes = []
         for reply in replies:
@@ -179,10 +187,12 @@ def test_one_request_sent_to_two_worker_processes_at_once_is_processed_once(ctx,
             if env.enc == "aes":
                 outcomes.append(("ok", client_channel.open_reply(counter, reply)["processed_by"]))
             else:
-                outcomes.append((env.load["error"]["reason"], env.load["error"]["message"]))
-        kinds = sorted(kind for kind, _ in outcomes)
-        assert kinds == ["ok", "replayed"], outcomes
+                outcomes.append((env.load["error"]["reason"], int(env.load["error"]["message"])))
+        assert sorted(kind for kind, _ in outcomes) == ["ok", "replayed"], outcomes
+        assert outcomes[0][1] != outcomes[1][1], "the two copies were handled by two different processes"
     finally:
+        raw.close(linger=0)
+        stop.set()
         for proc in procs:
             proc.join(15)
             if proc.is_alive():
