@@ -294,7 +294,7 @@ def finish_auth(attempt: AuthAttempt, reply: Any, trust: MasterKeyCheck, *, now:
     sid, eph, sealed, sig = reply["sid"], reply["eph"], reply["sealed"], reply["sig"]
     if (reply["v"] != aead.PROTOCOL_VERSION or outcome not in OUTCOMES or not isinstance(reason, str)
             or not isinstance(master_pub, bytes) or len(master_pub) != PUBLIC_KEY_SIZE
-            or not _is_int(master_now) or not isinstance(sig, bytes)):
+            or not _is_int(master_now) or not 0 <= master_now < 2 ** 62 or not isinstance(sig, bytes)):
         raise AuthReplyError("auth reply has malformed fields")
     if reply["id"] != attempt.minion_id or reply["nonce"] != attempt.nonce:
         raise AuthReplyError("auth reply answers another hello (id or nonce differ)")
