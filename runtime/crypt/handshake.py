@@ -53,6 +53,15 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+def _usable_id(minion_id: Any) -> bool:
+    if not isinstance(minion_id, str) or not minion_id:
+        return False
+    try:
+        return len(minion_id.encode("utf-8")) <= MAX_ID_BYTES
+    except UnicodeEncodeError:
+        return False
+
+
 @dataclass(frozen=True)
 class SessionKeys:
     """One authenticated session: ``c2s`` seals minion->master requests, ``s2c`` master->minion."""
@@ -121,8 +130,8 @@ def _raw_x25519(key: X25519PrivateKey) -> bytes:
 def start_auth(identity: Identity, minion_id: str, *, clock_offset_ms: int = 0,
                now: int | None = None) -> AuthAttempt:
     """Build a fresh signed hello (new ephemeral key and nonce every call: never resend one)."""
-    if not isinstance(minion_id, str) or not minion_id or len(minion_id.encode()) > MAX_ID_BYTES:
-        raise ValueError(f"minion id must be a non-empty string of at most {MAX_ID_BYTES} bytes")
+    if not _usable_id(minion_id):
+        raise ValueError(f"minion id must be a non-empty UTF-8 string of at most {MAX_ID_BYTES} bytes")
     eph_private = X25519PrivateKey.generate()
     eph = _raw_x25519(eph_private)
     nonce = os.urandom(NONCE_SIZE)
@@ -166,8 +175,8 @@ def parse_hello(load: Any) -> Hello:
         raise HelloError(f"protocol version {load['v']!r} is not supported (this master speaks "
                          f"{aead.PROTOCOL_VERSION})", "unsupported_version")
     minion_id = load["id"]
-    if not isinstance(minion_id, str) or not minion_id or len(minion_id.encode()) > MAX_ID_BYTES:
-        raise HelloError("minion id must be a non-empty string of at most 255 bytes", "malformed")
+    if not _usable_id(minion_id):
+        raise HelloError("minion id must be a non-empty UTF-8 string of at most 255 bytes", "malformed")
     for name, size in (("pub", PUBLIC_KEY_SIZE), ("eph", 32), ("nonce", NONCE_SIZE), ("sig", SIGNATURE_SIZE)):
         if not isinstance(load[name], bytes) or len(load[name]) != size:
             raise HelloError(f"field {name!r} must be {size} bytes", "malformed")

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runtime import codec
-from runtime.crypt.errors import HelloError
+from runtime.crypt.errors import HelloError, KeyFileError
 from runtime.crypt.handshake import (
     DEFAULT_HELLO_SKEW_MS,
     AuthGrant,
@@ -58,6 +58,7 @@ class AuthDecision:
     minion_id: str | None
     public_raw: bytes | None
     session: SessionKeys | None
+    detail: str = ""              # for the master's log only, never sent
 
     def event(self) -> dict[str, Any] | None:
         """Data for a ``salt/auth`` event in Salt's shape, or None for refusals before the key store."""
@@ -71,7 +72,8 @@ class AuthDecision:
         who = repr(self.minion_id) if self.minion_id is not None else "<unparsed hello>"
         key = f" key {fingerprint(self.public_raw)}" if self.public_raw else ""
         why = f" ({self.reason})" if self.reason else ""
-        return f"auth from {who}{key}: {self.outcome}{why}"
+        detail = f": {self.detail}" if self.detail else ""
+        return f"auth from {who}{key}: {self.outcome}{why}{detail}"
 
 
 class AuthService:
@@ -82,10 +84,10 @@ class AuthService:
         self.sessions = sessions
         self.settings = settings or AuthSettings()
 
-    def _refuse(self, hello: Hello, reason: str, now: int, verified: bool = True) -> AuthDecision:
+    def _refuse(self, hello: Hello, reason: str, now: int, verified: bool = True, detail: str = "") -> AuthDecision:
         reply, _ = answer_hello(self.identity, hello, "refused", reason=reason, now=now)
         return AuthDecision(reply, "refused", reason, hello.minion_id if verified else None,
-                            hello.pub if verified else None, None)
+                            hello.pub if verified else None, None, detail)
 
     def handle(self, load: Any, *, now: int | None = None) -> AuthDecision:
         current = now_ms() if now is None else now
@@ -93,15 +95,19 @@ class AuthService:
             hello = verify_hello(load, now=current, max_skew_ms=self.settings.hello_skew_ms)
         except HelloError as exc:
             if isinstance(exc.hello, Hello):
-                return self._refuse(exc.hello, exc.reason, current, verified=False)
-            return AuthDecision(codec.error_load(exc.reason, str(exc)), "refused", exc.reason, None, None, None)
+                return self._refuse(exc.hello, exc.reason, current, verified=False, detail=str(exc))
+            return AuthDecision(codec.error_load(exc.reason, str(exc)), "refused", exc.reason, None, None, None,
+                                str(exc))
         if id_problem(hello.minion_id) is not None:
             return self._refuse(hello, "invalid_id", current)
         expires = max(hello.ts_ms, current) + self.settings.hello_skew_ms + 1000
         if not self.sessions.claim_nonce("hello", hello.nonce, expires):
             return self._refuse(hello, "replayed", current)
         auto = self.settings.auto_accept or bool(self.settings.autosign and self.settings.autosign(hello.minion_id))
-        status = self.keys.admit(hello.minion_id, hello.pub, auto_accept=auto)
+        try:
+            status = self.keys.admit(hello.minion_id, hello.pub, auto_accept=auto)
+        except KeyFileError as exc:  # a corrupt or planted file in the key store: refuse, log it
+            return self._refuse(hello, "key_store_error", current, detail=str(exc))
         if status == "pending_full":
             return self._refuse(hello, "pending_full", current)
         if status != "accepted":
@@ -115,7 +121,11 @@ class AuthService:
         reply, session = answer_hello(self.identity, hello, "accepted", grant=grant, now=current)
         if session is None:  # refused (bad ephemeral key)
             return AuthDecision(reply, "refused", str(reply.get("reason", "")), hello.minion_id, hello.pub, None)
-        if not self.keys.is_accepted(hello.minion_id, hello.pub):
+        try:
+            still_accepted = self.keys.is_accepted(hello.minion_id, hello.pub)
+        except KeyFileError:
+            still_accepted = False
+        if not still_accepted:
             # deleted or rejected between admit() and open_session(): never hand out that grant
             self.sessions.drop_session(session.sid)
             return self._refuse(hello, "revoked", current)

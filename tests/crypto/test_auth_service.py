@@ -149,3 +149,11 @@ def test_minion_refuses_a_changed_master_key(fleet, tmp_path):
     with pytest.raises(MasterKeyMismatch) as err:
         finish_auth(attempt, impostor.handle(attempt.load).reply, trust)
     assert err.value.reason == "master_key_changed"
+
+
+def test_corrupt_key_file_is_refused_and_logged_not_raised(fleet, tmp_path):
+    (tmp_path / "master-pki" / "minions" / "web1").write_text("garbage")
+    decision = fleet.auth.handle(start_auth(Identity.generate(), "web1").load)
+    assert (decision.outcome, decision.reason) == ("refused", "key_store_error")
+    assert "web1" in decision.log_line() and "not a PEM public key" in decision.log_line()
+    assert "garbage" not in str(decision.reply)
