@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
 from runtime import pipeline
 from runtime.master.datacache import SQLiteDataCache
+
+log = logging.getLogger("saltpan.master.pillar")
 
 
 class PillarService:
@@ -29,6 +32,8 @@ class PillarService:
         grains = dict(grains)
         grains["id"] = minion_id
         result = self.compiler.compile(minion_id, grains, pillarenv=pillarenv, saltenv=saltenv)
+        for err in result.errors:
+            log.error("pillar for minion %s: %s", minion_id, err)
         pillar = result.pillar
         self.data.store(minion_id, "pillar", pillar)
         return pillar

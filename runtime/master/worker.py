@@ -195,6 +195,8 @@ class Worker:
             minions = self.expected_minions(tgt, tgt_type)
         except match.MatchError as exc:
             raise Refused("bad_target", exc.message) from None
+        if not minions:
+            raise Refused("no_minions", "No minions matched the target. No command was sent, no jid was assigned.")
         if user != self.master_user:
             reason = acl_mod.check(self.opts.get("publisher_acl") or {}, user, fun, minions)
             if reason is not None:
