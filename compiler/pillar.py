@@ -32,17 +32,36 @@ DriverLookup = Callable[[str], ExtDriver | None]
 _PILLAR_OPTS_SKIP = {"pillar", "__context__", "functions", "matchers", "rend", "grains"}
 
 
+@dataclass(frozen=True)
+class IncludeLink:
+    """One step of the way an sls was reached: the top file entry, or an sls including the next one."""
+
+    label: str  # "top file" or the including sls ("base:roles.web")
+    file: str | None
+    line: int | None
+
+
 @dataclass
 class Contribution:
-    """One source's data merged into the pillar, for --explain."""
+    """One source's data merged into the pillar, in merge order (``track=True``), for --explain.
+
+    ``places`` gives the file and source line of every key of ``data`` (paths
+    relative to ``data``); ``exact`` is false when a Jinja template's source
+    lines could not be told and they are rendered lines.  ``nest`` is the path
+    an include's ``key:`` put the data under.  ``strategy`` is how the data was
+    merged: a ``pillar_source_merging_strategy``, or "replace" for pillar_opts.
+    """
 
     source: str  # "sls", "ext_pillar", "pillar_opts", "override"
-    label: str  # sls name or driver name
+    label: str  # sls name ("base:roles.web") or driver name
     display: str | None  # file shown to users
     data: Any
-    lines: dict[tuple, int] = field(default_factory=dict)
-    chain: list[str] = field(default_factory=list)  # include chain, outermost first
+    places: dict[tuple, tuple[str, int]] = field(default_factory=dict)
+    chain: list[IncludeLink] = field(default_factory=list)  # how the sls was reached, outermost first
     nest: tuple = ()  # path the data was nested under (include key:)
+    strategy: str = "smart"
+    exact: bool = True
+    note: str | None = None
 
 
 @dataclass
@@ -58,6 +77,7 @@ class PillarResult:
     contributions: list[Contribution] = field(default_factory=list)
     strategy: str = "smart"
     failed: bool = False
+    merge_lists: bool = False
 
 
 class PillarCompiler:
@@ -100,6 +120,7 @@ class _PillarRun:
         self.errors: list[CompileError] = []
         self.messages: list[str] = []
         self.contributions: list[Contribution] = []
+        self.rendered: dict[tuple[str, str], Contribution] = {}  # tracked: each sls's own contribution
         # what templates see as `pillar` (Salt: the ext_pillar data when ext_pillar_first, else overrides)
         self.template_pillar: dict = dict(override)
         self._salt: salt_functions.FunctionTable | None = None
@@ -160,14 +181,17 @@ class _PillarRun:
             master = {k: v for k, v in self.opts.items() if k not in _PILLAR_OPTS_SKIP and not k.startswith("__")}
             pillar["master"] = copy.deepcopy(master)
             if self.track:
-                self.contributions.append(Contribution("pillar_opts", "pillar_opts", None, {"master": master}))
+                self.contributions.append(Contribution("pillar_opts", "pillar_opts", None, {"master": master},
+                                                       strategy="replace"))
         if self.messages:
             pillar["_errors"] = list(self.messages)
         if self.override:
             pillar = self.merge(pillar, self.override)
             if self.track:
-                self.contributions.append(Contribution("override", "pillar override", None, self.override))
-        return PillarResult(pillar, self.errors, self.contributions, self.o.strategy)
+                self.contributions.append(Contribution("override", "pillar override", None, self.override,
+                                                       strategy=self.o.strategy))
+        return PillarResult(pillar, self.errors, self.contributions, self.o.strategy,
+                            merge_lists=self.o.merge_lists)
 
     def failed_result(self) -> PillarResult:
         """ext_pillar_fail_hard: no data at all, only the errors and why the compile stopped."""
@@ -175,7 +199,7 @@ class _PillarRun:
                 "ext_pillar_fail_hard is true")
         self.fail(CompileError(EXT_PILLAR_ERROR, text), text)
         return PillarResult({"_errors": list(self.messages)}, self.errors, self.contributions, self.o.strategy,
-                            failed=True)
+                            failed=True, merge_lists=self.o.merge_lists)
 
     def pillar_envs(self) -> list[str]:
         envs = ["base"] + [e for e in self.o.source.saltenvs() if e != "base"]
@@ -209,7 +233,8 @@ class _PillarRun:
             mods: dict[str, Any] = {}
             for matched in matches[env]:
                 for sls in top.expand_sls(self.o.source, env, matched.sls):
-                    data = self.render_sls(sls, env, mods, None, [], matched)
+                    via = (IncludeLink("top file", matched.display, matched.line),) if self.track else ()
+                    data = self.render_sls(sls, env, mods, None, [], matched, via=via)
                     if data is None:
                         continue
                     if not isinstance(data, dict):
@@ -218,8 +243,13 @@ class _PillarRun:
         return pillar
 
     def render_sls(self, sls: str, env: str, mods: dict[str, Any], defaults: Mapping[str, Any] | None,
-                   chain: list[str], origin: top.Matched | None = None, where: tuple | None = None) -> Any:
-        """Render one sls with its includes merged in; None when it has no data."""
+                   chain: list[str], origin: top.Matched | None = None, where: tuple | None = None,
+                   via: tuple[IncludeLink, ...] = ()) -> Any:
+        """Render one sls with its includes merged in; None when it has no data.
+
+        Tracked (``via`` is how it was reached), each sls's own data is recorded
+        as a Contribution after its includes', which is the order they merge in.
+        """
         display, line = (origin.display, origin.line) if origin else (where or (None, None))
         try:
             found = find_sls(self.o.source, env, sls)
@@ -240,7 +270,7 @@ class _PillarRun:
             return None
         context = self.context(found, sls, defaults)
         try:
-            rendered = self.o.renderer.render(found, context, want_lines=self.track)
+            rendered = self.o.renderer.render(found, context, track=self.track)
         except CompileError as exc:
             detail = f"Rendering SLS '{sls}' failed: {_tidy(exc.message)}"
             safe = f"Rendering SLS '{sls}' failed. Please see master log for details."
@@ -262,7 +292,9 @@ class _PillarRun:
         own_contribution = None
         if self.track:
             own_contribution = Contribution("sls", f"{env}:{sls}", found.display, copy.deepcopy(state),
-                                            rendered.lines, list(chain))
+                                            rendered.places, list(via), strategy=self.o.strategy,
+                                            exact=rendered.exact)
+            self.rendered[(env, sls)] = own_contribution
         if includes is None:
             if own_contribution:
                 self.contributions.append(own_contribution)
@@ -298,21 +330,38 @@ class _PillarRun:
                     self.fail(CompileError(INCLUDE_CYCLE, f"Include cycle in pillar: {cycle}",
                                            found.display, include_line))
                     continue
+                first = len(self.contributions)
+                link = (IncludeLink(f"{env}:{sls}", found.display, include_line),) if self.track else ()
                 if target in mods:
                     nstate = copy.deepcopy(mods[target])
                     if isinstance(nstate, dict):
                         nstate.pop("include", None)
+                        if self.track:
+                            self.record_again(env, target, via + link)
                 else:
                     nstate = self.render_sls(target, env, mods, sub_defaults, chain + [sls],
-                                             where=(found.display, include_line))
+                                             where=(found.display, include_line), via=via + link)
                 if not nstate or not isinstance(nstate, dict):
                     continue
                 if key:
                     nstate = merge.nest_under(str(key), nstate)
+                    if self.track:
+                        for contribution in self.contributions[first:]:
+                            contribution.nest = tuple(str(key).split(":")) + contribution.nest
                 merged = nstate if merged is None else self.merge(merged, nstate)
         if own_contribution:
             self.contributions.append(own_contribution)
         return state if merged is None else self.merge(merged, state)
+
+    def record_again(self, env: str, sls: str, via: tuple[IncludeLink, ...]) -> None:
+        """Tracked: an sls rendered before is included again; its own data merges once more (as in Salt)."""
+        before = self.rendered.get((env, sls))
+        if before is None:
+            return
+        self.contributions.append(Contribution(
+            "sls", before.label, before.display, copy.deepcopy(before.data), before.places, list(via),
+            strategy=before.strategy, exact=before.exact,
+            note="rendered earlier; its data is merged again where it is included"))
 
     # -- ext_pillar -------------------------------------------------------------------
     def ext_pillar(self, pillar: dict) -> dict:
@@ -339,7 +388,8 @@ class _PillarRun:
                 if data:
                     pillar = self.merge(pillar, data)
                     if self.track:
-                        self.contributions.append(Contribution("ext_pillar", str(name), None, data))
+                        self.contributions.append(Contribution("ext_pillar", str(name), None, data,
+                                                               strategy=self.o.strategy))
         return pillar
 
     def driver_failed(self, name: str, detail: str, file: str | None = None, line: int | None = None) -> None:

@@ -41,10 +41,19 @@ TEXT_RENDERERS = {"jinja", "yaml", "yamlex", "json", "toml", "gpg", "py"}
 
 @dataclass
 class Rendered:
-    """Result of rendering one file."""
+    """Result of rendering one file.
+
+    ``lines``: the rendered line of every mapping key (``{("a", "b"): 3}``).
+    ``places`` (tracked renders only): the file and source line that wrote each
+    key, through Jinja (``{("a", "b"): ("/srv/pillar/a.sls", 7)}``); ``exact`` is
+    false when the template's source lines could not be told and ``places``
+    holds rendered lines of the file instead.
+    """
 
     data: Any
     lines: dict[tuple, int] = field(default_factory=dict)
+    places: dict[tuple, tuple[str, int]] = field(default_factory=dict)
+    exact: bool = True
 
 
 def parse_pipe(spec: str) -> list[str]:
@@ -98,6 +107,7 @@ class Renderer:
         self._envs: dict[str, SaltEnvironment] = {}
         self._templates: dict[tuple[str, str], jinja2.Template] = {}
         self._code: dict[tuple[str, str], Any] = {}
+        self._marking: Any = None  # compiler.linemap's renderer for tracked renders, made on first use
 
     def environment(self, saltenv: str) -> SaltEnvironment:
         env = self._envs.get(saltenv)
@@ -106,8 +116,12 @@ class Renderer:
         return env
 
     def render(self, source_file: SourceFile, context: Mapping[str, Any], want_lines: bool = False,
-               pipe: list[str] | None = None) -> Rendered:
-        """Render a file through its pipeline. Raises CompileError with file:line."""
+               pipe: list[str] | None = None, track: bool = False) -> Rendered:
+        """Render a file through its pipeline. Raises CompileError with file:line.
+
+        ``track`` (implies want_lines) also finds the source line of every key
+        through Jinja (``Rendered.places``); it renders Jinja twice.
+        """
         text = source_file.text
         shebang_pipe, had_shebang = pipe_of(text, self.default_pipe)
         pipe = pipe or shebang_pipe
@@ -118,11 +132,16 @@ class Renderer:
             text = "\n" + text.split("\n", 1)[1] if "\n" in text else ""
         data: Any = text
         lines: dict[tuple, int] = {}
+        line_places: list | None = None  # tracked: the source place of each line of `data`
+        exact = True
         for position, name in enumerate(pipe):
             if name == "jinja":
-                data = self._jinja(source_file, str(data), context)
+                template_text = str(data)
+                data = self._jinja(source_file, template_text, context)
+                if track:
+                    line_places, exact = self._marked_places(source_file, template_text, context, data)
             elif name in ("yaml", "yamlex"):
-                data, lines = self._yaml(source_file, data, want_lines)
+                data, lines = self._yaml(source_file, data, want_lines or track)
             elif name == "json":
                 data = self._json(source_file, data)
             elif name == "toml":
@@ -138,7 +157,27 @@ class Renderer:
                 raise CompileError(RENDER_ERROR, f"renderer '{name}' is not available in saltpan "
                                    f"(supported: {', '.join(sorted(TEXT_RENDERERS))})",
                                    source_file.display, 1)
-        return Rendered(data, lines)
+        if not track:
+            return Rendered(data, lines)
+        return Rendered(data, lines, _key_places(lines, line_places, source_file.display), exact)
+
+    def _marked_places(self, source_file: SourceFile, text: str, context: Mapping[str, Any],
+                       plain: str) -> tuple[list | None, bool]:
+        """The source place of each line of a Jinja render, and whether it is exact (see compiler.linemap)."""
+        from compiler import linemap
+
+        if self._marking is None:
+            self._marking = _MarkingJinja(self.source)
+        try:
+            marked = self._marking.render(source_file, text, context)
+        except Exception:  # noqa: BLE001 - the plain render worked: fall back to rendered lines
+            return None, False
+        if text.endswith("\n"):
+            marked += "\n"
+        stripped, places = linemap.line_places(marked, self._marking.files(source_file.saltenv))
+        if stripped != plain:
+            return None, False
+        return places, True
 
     def _check_allowed(self, name: str, source_file: SourceFile) -> None:
         if name in self.blacklist or (self.whitelist and name not in self.whitelist):
@@ -249,6 +288,46 @@ class Renderer:
             line = _traceback_line(exc, source_file.display)
             raise CompileError(RENDER_ERROR, f"#!py run() raised {type(exc).__name__}: {exc}",
                                source_file.display, line) from None
+
+
+class _MarkingJinja:
+    """Jinja environments with line marks (compiler.linemap), one per saltenv, templates cached."""
+
+    def __init__(self, source: FileSource):
+        self.source = source
+        self._envs: dict[str, Any] = {}
+        self._templates: dict[tuple[str, str], jinja2.Template] = {}
+
+    def environment(self, saltenv: str) -> Any:
+        from compiler import linemap
+
+        env = self._envs.get(saltenv)
+        if env is None:
+            env = self._envs[saltenv] = linemap.make_marking_environment(self.source, saltenv)
+        return env
+
+    def files(self, saltenv: str) -> list[str]:
+        return self.environment(saltenv).linemark_files
+
+    def render(self, source_file: SourceFile, text: str, context: Mapping[str, Any]) -> str:
+        key = (source_file.display, hashlib.sha1(text.encode(), usedforsecurity=False).hexdigest())
+        tmpl = self._templates.get(key)
+        if tmpl is None:
+            env = self.environment(source_file.saltenv)
+            code = env.compile(text, name=source_file.relpath, filename=source_file.display)
+            tmpl = self._templates[key] = env.template_class.from_code(env, code, env.make_globals(None), None)
+        return tmpl.render(context)
+
+
+def _key_places(lines: dict[tuple, int], line_places: list | None, display: str) -> dict[tuple, tuple[str, int]]:
+    """Each key's (file, line): through the Jinja line map when there is one, else the rendered line."""
+    if line_places is None:
+        return {path: (display, line) for path, line in lines.items()}
+    out = {}
+    for path, line in lines.items():
+        place = line_places[line - 1] if 0 < line <= len(line_places) else None
+        out[path] = place or (display, line)
+    return out
 
 
 def _traceback_line(exc: BaseException, filename: str) -> int | None:
