@@ -14,11 +14,27 @@ def _compile_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--minion", "-m", help="minion id to compile for")
     p.add_argument("--grains", help="YAML/JSON file of grains for the minion")
     p.add_argument("--fleet", help="fleet file or directory supplying the minion's grains")
-    p.add_argument("--show", choices=["pillar", "top", "highstate", "lowstate"], default="pillar")
+    p.add_argument("--show", choices=["pillar", "top", "highstate", "lowstate"], default=None,
+                   help="what to print (default pillar)")
     p.add_argument("--saltenv", help="restrict states to this environment")
     p.add_argument("--pillarenv", help="compile pillar from this environment only")
-    p.add_argument("--out", choices=OUTPUTS, default="nested")
-    p.set_defaults(func=_run_compile)
+    p.add_argument("--out", choices=OUTPUTS, default=None, help="output format (default nested; json for --out-dir)")
+    fleet = p.add_argument_group("fleet tools (docs/fleet.md)")
+    fleet.add_argument("--all", action="store_true", help="compile every minion of the fleet, in parallel")
+    fleet.add_argument("--target", help="with --all: only the minions this target matches (glob unless -G/-C/...)")
+    kinds = fleet.add_mutually_exclusive_group()
+    for tgt_type, flag in {"grain": "-G", "compound": "-C", "pcre": "-E", "list": "-L", "pillar": "-I",
+                           "grain_pcre": "-P", "nodegroup": "-N", "ipcidr": "-S"}.items():
+        kinds.add_argument(flag, dest="tgt_type", action="store_const", const=tgt_type,
+                           help=f"--target is a {tgt_type} target")
+    fleet.add_argument("--out-dir", help="write one file per minion into this directory")
+    fleet.add_argument("--jobs", "-j", type=int, help="worker processes (default: one per core)")
+    fleet.add_argument("--explain", metavar="KEY", help="where the pillar value KEY (e.g. nginx:port) comes from")
+    fleet.add_argument("--diff", metavar="REV", help="compare with the roots at git revision REV")
+    fleet.add_argument("--diff-to", metavar="DIR", help="compare with another copy of the roots in DIR")
+    fleet.add_argument("--validate", action="store_true", help="check the pillar against pillar_schema")
+    fleet.add_argument("--unmask", action="store_true", help="show secret values (pillar_mask_patterns)")
+    p.set_defaults(func=_run_compile, tgt_type=None)
 
 
 def _run_compile(args: argparse.Namespace) -> int:

@@ -84,8 +84,10 @@ def pillar_compiler(opts: Mapping[str, Any]):
 
 
 def run(args: argparse.Namespace) -> int:
-    from runtime import output
+    from runtime import fleet_cmd, output
 
+    if fleet_cmd.wants_fleet(args):
+        return fleet_cmd.run(args)
     try:
         opts = load_opts(args.config)
         if args.saltenv:
@@ -101,15 +103,28 @@ def run(args: argparse.Namespace) -> int:
         print(f"saltpan compile: {exc}", file=sys.stderr)
         return 2
 
-    show = args.show
+    show = args.show or "pillar"
+    out = args.out or "nested"
+    try:
+        masker = masker_for(opts, out, getattr(args, "unmask", False))
+    except ValueError as exc:
+        print(f"saltpan compile: {exc}", file=sys.stderr)
+        return 2
     if show == "pillar":
         result = pillar_compiler(opts).compile(minion_id, grains)
-        print(output.render(result.pillar, args.out, sys.stdout))
+        print(output.render(masker.mask(result.pillar), out, sys.stdout))
         report_errors(result.errors)
         return 1 if result.errors else 0
     from runtime import state_cmd
 
-    return state_cmd.show(opts, minion_id, grains, show, args.out)
+    return state_cmd.show(opts, minion_id, grains, show, out, masker if masker.active else None)
+
+
+def masker_for(opts: Mapping[str, Any], out: str, unmask: bool):
+    """Secrets are masked in human output (nested, txt) unless --unmask; json/yaml print real values."""
+    from runtime.masking import Masker
+
+    return Masker.from_opts(opts, unmask or out not in ("nested", "txt"))
 
 
 def report_errors(errors: list) -> None:

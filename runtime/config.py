@@ -72,9 +72,15 @@ OPTIONS: dict[str, Option] = {
     "pillarenv_from_saltenv": Option(False, "bool", "both", "Use saltenv as pillarenv."),
     "pillar_cache": Option(False, "bool", "master", "Cache compiled pillar on the master."),
     "pillar_cache_ttl": Option(3600, "int", "master", "Seconds a cached pillar stays valid."),
-    "pillar_schema": Option({}, "any", "both", "JSON Schema files validating the pillar (path or {key: path})."),
+    "pillar_schema": Option({}, "any", "both",
+                            "JSON Schema files (JSON or YAML) validating compiled pillar: one file for the whole "
+                            "pillar, or {top-level key: file}. Checked by `saltpan compile --validate` "
+                            "(docs/fleet.md); relative paths resolve against the config file."),
     "pillar_mask_patterns": Option(["*password*", "*passwd*", "*secret*", "*private_key*", "*token*"], "list",
-                                   "both", "Key globs whose values are masked in human output."),
+                                   "both", "Key globs (case-insensitive, any depth) whose values `saltpan compile` "
+                                   "masks as `**********` in human output (nested/txt, --explain, --diff, "
+                                   "--validate reports); `--unmask` shows them. JSON/YAML pillar output is never "
+                                   "masked. See docs/fleet.md."),
     "nodegroups": Option({}, "dict", "both", "Named compound targets: {name: expression or list}."),
     # states
     "saltenv": Option(None, "str", "both", "Restrict highstate to this environment."),
@@ -227,6 +233,11 @@ def _resolve_paths(data: dict[str, Any], base_dir: str) -> dict[str, Any]:
     for key in _PATH_KEYS:
         if isinstance(out.get(key), str):
             out[key] = _abs(out[key], base_dir)
+    schema = out.get("pillar_schema")
+    if isinstance(schema, str) and schema:
+        out["pillar_schema"] = _abs(schema, base_dir)
+    elif isinstance(schema, dict):
+        out["pillar_schema"] = {k: _abs(v, base_dir) if isinstance(v, str) else v for k, v in schema.items()}
     return out
 
 

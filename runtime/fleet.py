@@ -57,3 +57,55 @@ def load_fleet(source: str) -> dict[str, dict[str, Any]]:
     if not isinstance(data, dict) or not all(isinstance(v, dict) or v is None for v in data.values()):
         raise FleetError(f"{source}: a fleet file maps each minion id to a mapping of grains")
     return {str(k): dict(v or {}) for k, v in data.items()}
+
+
+def load_cache_fleet(cachedir: str) -> dict[str, dict[str, Any]]:
+    """{minion_id: grains} from the master's minion data cache (the grains each minion last reported)."""
+    from runtime.master.datacache import SQLiteDataCache
+
+    path = os.path.join(cachedir, "minion_data.sqlite")
+    if not os.path.isfile(path):
+        raise FleetError(f"no fleet: the master's minion data cache {path} does not exist (no minion has "
+                         "reported its grains to a master using this cachedir); give --fleet FILE|DIR or set "
+                         "fleet_file")
+    cache = SQLiteDataCache(cachedir)
+    try:
+        grains = cache.all("grains")
+    finally:
+        cache.close()
+    if not grains:
+        raise FleetError(f"no fleet: the master's minion data cache {path} holds no grains yet; give --fleet "
+                         "FILE|DIR or set fleet_file")
+    return {str(k): dict(v or {}) if isinstance(v, dict) else {} for k, v in grains.items()}
+
+
+PILLAR_TARGET_TYPES = {"pillar", "pillar_pcre", "pillar_exact"}
+
+
+def target_needs_pillar(tgt: str, tgt_type: str, nodegroups: dict[str, Any]) -> bool:
+    """Whether matching this target needs each minion's compiled pillar (I@/J@ engines)."""
+    if tgt_type in PILLAR_TARGET_TYPES:
+        return True
+    if tgt_type not in ("compound", "nodegroup"):
+        return False
+    from compiler import match
+
+    words = match.expand_nodegroup(tgt, nodegroups) if tgt_type == "nodegroup" else str(tgt).split()
+    expanded: list[str] = []
+    for word in words:
+        if word.startswith("N@"):
+            expanded += match.expand_nodegroup(word[2:], nodegroups)
+        else:
+            expanded.append(word)
+    return any(w[:1] in ("I", "J") and "@" in w[1:3] for w in (word.lstrip("(") for word in expanded))
+
+
+def matches(minion_id: str, grains: dict[str, Any], tgt: str, tgt_type: str, nodegroups: dict[str, Any],
+            pillar: dict[str, Any] | None = None) -> bool:
+    """Does the minion match the target (Salt's matchers)?  Raises compiler.match.MatchError when malformed."""
+    from compiler import match
+
+    expr: Any = tgt
+    if tgt_type == "list":
+        expr = [part.strip() for part in str(tgt).split(",") if part.strip()]
+    return match.match_one(tgt_type, expr, match.Minion(minion_id, grains, pillar or {}), nodegroups)

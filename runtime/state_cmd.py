@@ -18,7 +18,9 @@ from runtime import pipeline
 _SALT_FUN = {"top": "state.show_top", "highstate": "state.show_highstate", "lowstate": "state.show_lowstate"}
 
 
-def show(opts: Mapping[str, Any], minion_id: str, grains: Mapping[str, Any], what: str, out: str) -> int:
+def show(opts: Mapping[str, Any], minion_id: str, grains: Mapping[str, Any], what: str, out: str,
+         masker: Any = None) -> int:
+    """Print one state view; ``masker`` (runtime.masking.Masker) hides the pillar's secrets in it."""
     from runtime import output
     from runtime.compile_cmd import report_errors
 
@@ -35,5 +37,10 @@ def show(opts: Mapping[str, Any], minion_id: str, grains: Mapping[str, Any], wha
         print(output.render([e.salt_message() for e in result.errors], out, sys.stdout))
         report_errors(result.errors)
         return 1
-    print(output.render(result.data, out, sys.stdout))
+    data = result.data
+    if masker is not None:
+        from runtime.masking import mask_strings
+
+        data = mask_strings(data, masker.secrets(pillar_result.pillar))
+    print(output.render(data, out, sys.stdout))
     return 0
