@@ -71,8 +71,18 @@ def yaml_squote(value: Any) -> Markup:
     return Markup(yamlload.dump(str(value), flow_style=True, default_style="'"))
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def _plain(value: Any) -> Any:
     """Turn Jinja-side containers (Markup, tuples, generators) into plain data."""
+    kind = type(value)
+    if kind in _SCALARS:  # fast path: exact types only (Markup, a str subclass, goes on below)
+        return value
+    if kind is dict:
+        return {_plain(k): _plain(v) for k, v in value.items()}
+    if kind is list:
+        return [_plain(v) for v in value]
     if isinstance(value, Markup):
         return str(value)
     if isinstance(value, Mapping):
