@@ -3,7 +3,9 @@
 The pipeline comes from the file's shebang (``#!jinja|yaml``, ``#!yaml``,
 ``#!json``, ``#!py``, ``#!jinja|json``, ...) or from the configured default
 (``renderer``, default ``jinja|yaml``).  Compiled Jinja templates and ``#!py``
-code are cached per file text, so a fleet compile parses each file once.
+code are cached per file text, so a fleet compile parses each file once; the
+YAML parsed from a rendered text is cached by that text (minions of one role
+mostly render the same text), each caller getting its own copy.
 """
 
 from __future__ import annotations
@@ -101,6 +103,7 @@ class Renderer:
         self._envs: dict[str, SaltEnvironment] = {}
         self._templates: dict[tuple[str, str], jinja2.Template] = {}
         self._code: dict[tuple[str, str], Any] = {}
+        self._parsed = yamlload.ParseCache()
 
     def environment(self, saltenv: str) -> SaltEnvironment:
         env = self._envs.get(saltenv)
@@ -179,7 +182,7 @@ class Renderer:
     def _yaml(self, source_file: SourceFile, data: Any, want_lines: bool) -> tuple[Any, dict]:
         if not isinstance(data, str):
             return data, {}
-        return yamlload.load(data, source_file.display, want_lines)
+        return self._parsed.load(data, source_file.display, want_lines)
 
     def _json(self, source_file: SourceFile, data: Any) -> Any:
         if not isinstance(data, str):
