@@ -8,13 +8,13 @@ pillar's ``_errors`` list, and a structured ``CompileError`` with file:line.
 
 from __future__ import annotations
 
-import copy
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from compiler import match, merge, salt_functions, top
+from compiler.datacopy import deepcopy
 from compiler.errors import (
     EXT_PILLAR_ERROR,
     INCLUDE_CYCLE,
@@ -133,18 +133,18 @@ class _PillarRun:
         ext_first = bool(self.opts.get("ext_pillar_first", False))
         pillar: dict = {}
         if ext and ext_first:
-            ext_data = self.ext_pillar(copy.deepcopy(self.override))
+            ext_data = self.ext_pillar(deepcopy(self.override))
             self.template_pillar = ext_data
             self._salt = None
             sls_data = self.render_pillar(merged_top, ext_data)
-            pillar = self.merge(copy.deepcopy(ext_data), sls_data)
+            pillar = self.merge(deepcopy(ext_data), sls_data)
         else:
             pillar = self.render_pillar(merged_top, self.template_pillar)
             if ext:
                 pillar = self.ext_pillar(pillar)
         if self.opts.get("pillar_opts", False):
             master = {k: v for k, v in self.opts.items() if k not in _PILLAR_OPTS_SKIP and not k.startswith("__")}
-            pillar["master"] = copy.deepcopy(master)
+            pillar["master"] = deepcopy(master)
             if self.track:
                 self.contributions.append(Contribution("pillar_opts", "pillar_opts", None, {"master": master}))
         if self.messages:
@@ -235,7 +235,7 @@ class _PillarRun:
         includes = state.pop("include", None)
         own_contribution = None
         if self.track:
-            own_contribution = Contribution("sls", f"{env}:{sls}", found.display, copy.deepcopy(state),
+            own_contribution = Contribution("sls", f"{env}:{sls}", found.display, deepcopy(state),
                                             rendered.lines, list(chain))
         if includes is None:
             if own_contribution:
@@ -273,7 +273,7 @@ class _PillarRun:
                                            found.display, include_line))
                     continue
                 if target in mods:
-                    nstate = copy.deepcopy(mods[target])
+                    nstate = deepcopy(mods[target])
                     if isinstance(nstate, dict):
                         nstate.pop("include", None)
                 else:
