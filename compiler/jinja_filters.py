@@ -10,7 +10,6 @@ import json
 import re
 import shlex
 import time
-import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -311,6 +310,8 @@ def _b64decode(value: str) -> str:
 
 
 def _uuid(value: Any) -> str:
+    import uuid  # lazily: uuid imports platform, a few ms of every CLI start-up
+
     return str(uuid.uuid5(uuid.NAMESPACE_URL, str(value)))
 
 

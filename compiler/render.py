@@ -15,8 +15,6 @@ import json
 import posixpath
 import re
 import sys
-import tomllib
-import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -198,6 +196,8 @@ class Renderer:
     def _toml(self, source_file: SourceFile, data: Any) -> Any:
         if not isinstance(data, str):
             return data
+        import tomllib  # lazily, as the toml renderer is rare
+
         try:
             return tomllib.loads(data)
         except tomllib.TOMLDecodeError as exc:
@@ -249,6 +249,8 @@ class Renderer:
 
 
 def _traceback_line(exc: BaseException, filename: str) -> int | None:
+    import traceback  # lazily: only errors need it
+
     line = None
     for frame, lineno in traceback.walk_tb(exc.__traceback__):
         if frame.f_code.co_filename == filename:
@@ -257,6 +259,8 @@ def _traceback_line(exc: BaseException, filename: str) -> int | None:
 
 
 def _deepest_template_frame(exc: BaseException) -> tuple[str | None, int | None]:
+    import traceback  # lazily: only errors need it
+
     found: tuple[str | None, int | None] = (None, None)
     for frame, lineno in traceback.walk_tb(exc.__traceback__):
         if "__jinja_template__" in frame.f_globals:
