@@ -124,6 +124,18 @@ def time_call(fn: Callable[[], Any], runs: int) -> list[float]:
     return times
 
 
+def bench_env() -> dict[str, str]:
+    """The environment benchmark processes run in: this one, with Python bytecode caching on.
+
+    A shell that sets PYTHONDONTWRITEBYTECODE would make saltpan (installed editable, so
+    compiled on first import) recompile its modules at every start, while Salt's venv
+    holds the .pyc files pip wrote at install: not what a user's machine does.
+    """
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
 @dataclass
 class ProcessRun:
     seconds: float
@@ -137,12 +149,15 @@ def run_process(argv: Sequence[str], env: dict[str, str] | None = None, cwd: str
                 timeout: float = 1800, capture_dir: Path | None = None) -> ProcessRun:
     """Run argv: its wall time, its own peak RSS (from wait4's rusage), exit status and output.
 
+    env defaults to bench_env().
+
     Output goes to files in capture_dir (a pipe could fill up and stall the child while we
     block in wait4); without capture_dir it is discarded.
     """
     import tempfile
     import threading
 
+    env = bench_env() if env is None else env
     with tempfile.TemporaryDirectory(dir=capture_dir) as tmp:
         out_path, err_path = Path(tmp) / "stdout", Path(tmp) / "stderr"
         with open(out_path, "wb") as out_fh, open(err_path, "wb") as err_fh:
