@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -182,6 +183,11 @@ def report(args: argparse.Namespace, rounds: list[dict[str, Any]], cli: dict[str
                  f"{med('saltpan', 'setup_seconds') * 1000:.0f} ms; whole helper process saltpan "
                  f"{med('saltpan', 'process_seconds'):.2f} s"
                  + (f", Salt {med('salt', 'process_seconds'):.1f} s" if salt_rate else "") + ").")
+    per_round = [r["saltpan"]["rate"] / r["salt"]["rate"] for r in rounds if r.get("salt")]
+    if per_round:
+        lines.append("- Ratio per round (saltpan/Salt, 1 process): "
+                     + ", ".join(f"{x:.0f}x" for x in per_round) + "; load average at start / end of the run: "
+                     + f"{args.load_start:.1f} / {os.getloadavg()[0]:.1f} (2 cores).")
     if salt_rate:
         lines.append("- Salt: `salt.pillar.Pillar(opts, grains, minion_id, 'base').compile_pillar()` per minion, "
                      "opts from `salt.config.minion_config` (file_client local), in the Salt venv "
@@ -217,6 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", type=Path, default=None,
                         help="also write a cProfile of one saltpan sequential compile to this file")
     args = parser.parse_args(argv)
+    args.load_start = os.getloadavg()[0]
 
     fleet = common.locate_fleet(args.fleet_dir)
     scratch = common.WORK_DIR / "compile_pillar"
