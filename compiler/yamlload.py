@@ -133,10 +133,12 @@ class ParseCache:
     Parse errors are not cached either (each call raises anew with its own file).
     """
 
-    def __init__(self, max_entries: int = 4096, max_text: int = 256 * 1024):
+    def __init__(self, max_entries: int = 4096, max_text: int = 256 * 1024, max_total: int = 16 * 1024 * 1024):
         self.max_entries = max_entries
-        self.max_text = max_text
+        self.max_text = max_text  # longer texts are not cached
+        self.max_total = max_total  # characters of text held, all entries together (oldest go first)
         self._entries: dict[tuple[bool, str], tuple[Any, dict[tuple, int]]] = {}
+        self._total = 0
 
     def load(self, text: str, display: str = "<string>", want_lines: bool = False) -> tuple[Any, dict[tuple, int]]:
         key = (want_lines, text)
@@ -145,9 +147,13 @@ class ParseCache:
             return copy_data(hit[0]), dict(hit[1])
         data, lines = load(text, display, want_lines)
         if len(text) <= self.max_text and _is_plain_tree(data, set()):
-            if len(self._entries) >= self.max_entries:
-                del self._entries[next(iter(self._entries))]
+            while self._entries and (len(self._entries) >= self.max_entries
+                                     or self._total + len(text) > self.max_total):
+                oldest = next(iter(self._entries))
+                del self._entries[oldest]
+                self._total -= len(oldest[1])
             self._entries[key] = (copy_data(data), dict(lines))
+            self._total += len(text)
         return data, lines
 
 
