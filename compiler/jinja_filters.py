@@ -26,16 +26,17 @@ def to_bool(val: Any) -> bool:
     if isinstance(val, (int, float)):
         return val > 0
     if isinstance(val, str):
-        return val.strip().lower() in ("yes", "1", "true", "on", "y")
+        return val.lower() in ("yes", "1", "true")  # as Salt: 'on', 'y' and ' yes' are false
     if hasattr(val, "__len__"):
         return len(val) > 0
     return bool(val)
 
 
 def sequence(val: Any) -> Any:
-    if isinstance(val, (str, bytes, Mapping)) or not isinstance(val, Iterable):
-        return [val]
-    return val
+    """Wrap anything but a list, tuple, set or dict in a list (a dict stays a dict, as in Salt)."""
+    if isinstance(val, (list, tuple, set, frozenset, Mapping)):
+        return val
+    return [val]
 
 
 def unique(values: Iterable) -> list:
@@ -142,7 +143,8 @@ def ipaddr(value: Any, options: str | None = None) -> Any:
         except ValueError:
             continue
     if isinstance(value, (list, tuple)):
-        return good
+        # as Salt: the IPv4 entries first, then the IPv6 ones
+        return sorted(good, key=lambda item: ipaddress.ip_interface(str(item)).version)
     return good[0] if good else None
 
 
@@ -309,10 +311,14 @@ def _b64decode(value: str) -> str:
     return base64.b64decode(value).decode("utf-8", "replace")
 
 
+# The namespace of Salt's uuid filter, so that the same value gives the same UUID as under Salt.
+_SALT_UUID_NAMESPACE = "91633EBF-1C86-5E33-935A-28061F4B480E"
+
+
 def _uuid(value: Any) -> str:
     import uuid  # lazily: uuid imports platform, a few ms of every CLI start-up
 
-    return str(uuid.uuid5(uuid.NAMESPACE_URL, str(value)))
+    return str(uuid.uuid5(uuid.UUID(_SALT_UUID_NAMESPACE), str(value)))
 
 
 def _exactly_n(values: Iterable, n: int = 1) -> bool:

@@ -10,10 +10,12 @@ than ``or``).  Where Salt silently treats a malformed compound expression as
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import ipaddress
 import re
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -242,6 +244,27 @@ def expand_nodegroup(name: str, nodegroups: Mapping[str, Any], _seen: frozenset 
 
 # -- compound -------------------------------------------------------------------
 
+_assumed = threading.local()
+
+
+@contextlib.contextmanager
+def assume_data(answer: bool) -> Iterator[None]:
+    """While active, grain/pillar/ipcidr engines answer `answer` without looking at data.
+
+    Lets the master decide whether a minion it has no data for can possibly match a compound
+    expression on its id alone.
+    """
+    previous = getattr(_assumed, "answer", None)
+    _assumed.answer = answer
+    try:
+        yield
+    finally:
+        _assumed.answer = previous
+
+
+_DATA_TYPES = {"grain", "grain_pcre", "pillar", "pillar_pcre", "pillar_exact", "ipcidr"}
+
+
 class _CompoundParser:
     def __init__(self, words: list[str], minion: Minion, nodegroups: Mapping[str, Any], expr: str):
         self.words = words
@@ -352,6 +375,9 @@ MATCH_TYPES = ("glob", "pcre", "list", "grain", "grain_pcre", "pillar", "pillar_
 def match_one(tgt_type: str, expr: Any, minion: Minion, nodegroups: Mapping[str, Any] | None = None,
               delimiter: str = DEFAULT_DELIM) -> bool:
     """Does minion match expr under tgt_type?  Raises MatchError when expr is malformed."""
+    assumed = getattr(_assumed, "answer", None)
+    if assumed is not None and tgt_type in _DATA_TYPES:
+        return assumed
     if tgt_type == "glob":
         return glob_match(str(expr), minion)
     if tgt_type == "pcre":

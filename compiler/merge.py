@@ -6,8 +6,8 @@
 * ``aggregate`` and ``overwrite``: a top-level key of the newer data replaces the
   older value wholesale (without the yamlex renderer, aggregate has nothing
   more to aggregate, as in Salt).
-* ``none``: merges like ``recurse``; the pillar compiler reads only one
-  environment's top file under this strategy.
+* ``none``: merges like ``recurse`` but ignores ``pillar_merge_lists`` (as Salt
+  does); the pillar compiler reads only one environment's top file under this strategy.
 * ``list``: colliding scalar values become a list ``[old, new]``; lists are
   concatenated.  (Salt 3008's ``list`` strategy yields an empty pillar, a bug;
   this is the behaviour its documentation describes.)
@@ -63,8 +63,10 @@ def merge_list(old: Mapping, new: Mapping) -> dict:
 
 def merge(old: Mapping, new: Mapping, strategy: str = "smart", merge_lists: bool = False) -> dict:
     """Merge new into old with a Salt merge strategy; returns a new dict."""
-    if strategy in ("smart", "recurse", "none"):
+    if strategy in ("smart", "recurse"):
         return merge_recurse(old, new, merge_lists)
+    if strategy == "none":
+        return merge_recurse(old, new, False)
     if strategy in ("aggregate", "overwrite"):
         return merge_overwrite(old, new)
     if strategy == "list":
@@ -74,8 +76,10 @@ def merge(old: Mapping, new: Mapping, strategy: str = "smart", merge_lists: bool
 
 def merge_into(old: dict, new: Mapping, strategy: str = "smart", merge_lists: bool = False) -> dict:
     """Like merge, but may reuse ``old`` (which the caller owns) to save copies."""
-    if strategy in ("smart", "recurse", "none"):
+    if strategy in ("smart", "recurse"):
         return _recurse(old, new, merge_lists)
+    if strategy == "none":
+        return _recurse(old, new, False)
     return merge(old, new, strategy, merge_lists)
 
 

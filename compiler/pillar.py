@@ -47,10 +47,17 @@ class Contribution:
 
 @dataclass
 class PillarResult:
+    """A compiled pillar.
+
+    ``failed`` is true when ``ext_pillar_fail_hard`` stopped the compile: then
+    ``pillar`` holds only ``_errors`` (no partial data ever reaches a minion).
+    """
+
     pillar: dict
     errors: list[CompileError]
     contributions: list[Contribution] = field(default_factory=list)
     strategy: str = "smart"
+    failed: bool = False
 
 
 class PillarCompiler:
@@ -97,6 +104,8 @@ class _PillarRun:
         self.template_pillar: dict = dict(override)
         self._salt: salt_functions.FunctionTable | None = None
         self.safe_errors = bool(self.opts.get("pillar_safe_render_error", True))
+        self.fail_hard = bool(self.opts.get("ext_pillar_fail_hard", False))
+        self.hard_failure: str | None = None  # the driver whose failure stopped the compile
 
     # -- error bookkeeping ----------------------------------------------------------
     def fail(self, err: CompileError, salt_text: str | None = None) -> None:
@@ -133,15 +142,20 @@ class _PillarRun:
         ext_first = bool(self.opts.get("ext_pillar_first", False))
         pillar: dict = {}
         if ext and ext_first:
-            ext_data = self.ext_pillar(deepcopy(self.override))
-            self.template_pillar = ext_data
+            # drivers never see the caller's pillar override (SECURITY.md, class 11)
+            ext_data = self.ext_pillar({})
+            if self.hard_failure:
+                return self.failed_result()
+            self.template_pillar = self.merge(deepcopy(ext_data), self.override) if self.override else ext_data
             self._salt = None
-            sls_data = self.render_pillar(merged_top, ext_data)
+            sls_data = self.render_pillar(merged_top, self.template_pillar)
             pillar = self.merge(deepcopy(ext_data), sls_data)
         else:
             pillar = self.render_pillar(merged_top, self.template_pillar)
             if ext:
                 pillar = self.ext_pillar(pillar)
+                if self.hard_failure:
+                    return self.failed_result()
         if self.opts.get("pillar_opts", False):
             master = {k: v for k, v in self.opts.items() if k not in _PILLAR_OPTS_SKIP and not k.startswith("__")}
             pillar["master"] = deepcopy(master)
@@ -154,6 +168,14 @@ class _PillarRun:
             if self.track:
                 self.contributions.append(Contribution("override", "pillar override", None, self.override))
         return PillarResult(pillar, self.errors, self.contributions, self.o.strategy)
+
+    def failed_result(self) -> PillarResult:
+        """ext_pillar_fail_hard: no data at all, only the errors and why the compile stopped."""
+        text = (f"Pillar of minion {self.minion_id} not compiled: ext_pillar {self.hard_failure} failed and "
+                "ext_pillar_fail_hard is true")
+        self.fail(CompileError(EXT_PILLAR_ERROR, text), text)
+        return PillarResult({"_errors": list(self.messages)}, self.errors, self.contributions, self.o.strategy,
+                            failed=True)
 
     def pillar_envs(self) -> list[str]:
         envs = ["base"] + [e for e in self.o.source.saltenvs() if e != "base"]
@@ -198,17 +220,21 @@ class _PillarRun:
     def render_sls(self, sls: str, env: str, mods: dict[str, Any], defaults: Mapping[str, Any] | None,
                    chain: list[str], origin: top.Matched | None = None, where: tuple | None = None) -> Any:
         """Render one sls with its includes merged in; None when it has no data."""
+        display, line = (origin.display, origin.line) if origin else (where or (None, None))
         try:
             found = find_sls(self.o.source, env, sls)
-        except CompileError as exc:
-            self.fail(exc)
+        except CompileError as exc:  # e.g. a symlink leading out of the roots: name who asked for it
+            self.fail(CompileError(exc.kind, f"SLS '{sls}': {exc.message}", exc.file or display, exc.line or line))
             return None
         if found is None:
+            if env not in self.o.source.saltenvs():
+                if origin is not None:  # as Salt: one error per top-file sls of an env without pillar_roots
+                    text = f"No matching pillar environment for environment '{env}' found"
+                    self.fail(CompileError(MISSING_SLS, f"{text} (no pillar_roots for '{env}')", display, line),
+                              text)
+                return None
             if origin is not None and origin.ignore_missing:
                 return None
-            display, line = (origin.display, origin.line) if origin else (where or (None, None))
-            if env not in self.o.source.saltenvs():
-                return None  # as Salt: an env without pillar_roots contributes nothing, silently
             text = f"Specified SLS '{sls}' in environment '{env}' is not available on the salt master"
             self.fail(CompileError(MISSING_SLS, text, display, line), text)
             return None
@@ -290,12 +316,11 @@ class _PillarRun:
 
     # -- ext_pillar -------------------------------------------------------------------
     def ext_pillar(self, pillar: dict) -> dict:
+        """Call the configured drivers in order, each seeing the pillar so far; merge what they return."""
         entries = self.opts.get("ext_pillar") or []
         if not isinstance(entries, list):
             self.fail(CompileError(EXT_PILLAR_ERROR, 'The "ext_pillar" option is malformed (it must be a list)'))
             return pillar
-        if self.override:
-            pillar = self.merge(pillar, self.override)
         excluded = set(self.opts.get("exclude_ext_pillar") or [])
         for entry in entries:
             if not isinstance(entry, dict) or not entry:
@@ -305,43 +330,55 @@ class _PillarRun:
             for name, args in entry.items():
                 if name in excluded:
                     continue
-                data = self.call_driver(str(name), args, pillar)
+                ok, data = self.call_driver(str(name), args, pillar)
+                if not ok:
+                    if self.fail_hard:
+                        self.hard_failure = str(name)
+                        return pillar
+                    continue
                 if data:
                     pillar = self.merge(pillar, data)
                     if self.track:
                         self.contributions.append(Contribution("ext_pillar", str(name), None, data))
         return pillar
 
-    def call_driver(self, name: str, args: Any, pillar: dict) -> dict | None:
+    def driver_failed(self, name: str, detail: str, file: str | None = None, line: int | None = None) -> None:
+        self.fail(CompileError(EXT_PILLAR_ERROR, f"Failed to load ext_pillar {name} for minion {self.minion_id}: "
+                               f"{detail}", file, line))
+
+    def call_driver(self, name: str, args: Any, pillar: dict) -> tuple[bool, dict | None]:
+        """(succeeded, data) of one driver call; every failure becomes one _errors entry.
+
+        The driver gets copies of the pillar and grains: whatever it does to them
+        (even after a timeout abandoned it) cannot reach this compile.
+        """
         driver = self.o.drivers(name)
         if driver is None:
             self.fail(CompileError(EXT_PILLAR_ERROR, f"ext_pillar interface named {name} is unavailable "
                                    f"(minion {self.minion_id}): no driver '{name}' in the ext_pillar package or "
                                    "in <extension_modules>/pillar/"))
-            return None
-        extra = {"grains": self.grains} if getattr(driver, "accepts_grains", False) else {}
+            return False, None
+        extra = {"grains": deepcopy(dict(self.grains))} if getattr(driver, "accepts_grains", False) else {}
+        seen = deepcopy(pillar)
         try:
             if isinstance(args, dict):
-                result = driver(self.minion_id, pillar, **args, **extra)
+                result = driver(self.minion_id, seen, **args, **extra)
             elif isinstance(args, list):
-                result = driver(self.minion_id, pillar, *args, **extra)
+                result = driver(self.minion_id, seen, *args, **extra)
             else:
-                result = driver(self.minion_id, pillar, args, **extra)
+                result = driver(self.minion_id, seen, args, **extra)
         except CompileError as exc:
-            self.fail(CompileError(EXT_PILLAR_ERROR, f"Failed to load ext_pillar {name} for minion "
-                                   f"{self.minion_id}: {exc.message}", exc.file, exc.line))
-            return None
+            self.driver_failed(name, exc.message, exc.file, exc.line)
+            return False, None
         except Exception as exc:  # noqa: BLE001 - a driver failure must not stop the compile
-            self.fail(CompileError(EXT_PILLAR_ERROR, f"Failed to load ext_pillar {name} for minion "
-                                   f"{self.minion_id}: {type(exc).__name__}: {exc}"))
-            return None
+            self.driver_failed(name, f"{type(exc).__name__}: {exc}")
+            return False, None
         if result is None:
-            return None
+            return True, None
         if not isinstance(result, dict):
-            self.fail(CompileError(EXT_PILLAR_ERROR, f"ext_pillar {name} returned a {type(result).__name__} for "
-                                   f"minion {self.minion_id}, not a dict; its data was ignored"))
-            return None
-        return result
+            self.driver_failed(name, f"it returned a {type(result).__name__}, not a dict; its data was ignored")
+            return False, None
+        return True, result
 
 
 _RELATIVE = re.compile(r"^(\.+)(.*)$")

@@ -13,8 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 import posixpath
-import re
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,8 +38,6 @@ _LEGACY = {
 
 TEXT_RENDERERS = {"jinja", "yaml", "yamlex", "json", "toml", "gpg", "py"}
 
-_SHEBANG = re.compile(r"^#!\s*([A-Za-z0-9_|\s]+?)\s*(?:\s.*)?$")
-
 
 @dataclass
 class Rendered:
@@ -58,11 +54,12 @@ def parse_pipe(spec: str) -> list[str]:
 
 def pipe_of(text: str, default: str) -> tuple[list[str], bool]:
     """The renderer pipeline for a file and whether its first line was a shebang."""
-    if text.startswith("#!"):
-        first = text.split("\n", 1)[0]
-        found = _SHEBANG.match(first)
-        if found:
-            return parse_pipe(found.group(1)), True
+    if text.startswith("#!") and not text.startswith("#!/"):
+        first = text.split("\n", 1)[0][2:]
+        # as Salt: renderer names separated by '|', each may be followed by arguments
+        names = [part.split()[0] for part in first.split("|") if part.strip()]
+        if names:
+            return parse_pipe("|".join(names)), True
     return parse_pipe(default), False
 
 
@@ -168,13 +165,18 @@ class Renderer:
         tmpl = self.template(source_file, text)
         try:
             out = tmpl.render(context)
-        except CompileError:
-            raise
         except Exception as exc:  # noqa: BLE001 - any template failure is a render error
             raise jinja_error(exc, source_file.display) from None
-        if text.endswith("\n") and not out.endswith("\n"):
-            out += "\n"
+        if text.endswith("\n"):
+            out += "\n"  # Jinja drops the template's final newline; Salt adds it back
         return out
+
+    def render_text(self, text: str, saltenv: str, relpath: str, display: str, context: Mapping[str, Any],
+                    engine: str = "jinja") -> str:
+        """Render a file template (file.managed `template: jinja`) with the sls Jinja environment."""
+        if engine != "jinja":
+            raise CompileError(RENDER_ERROR, f"template engine '{engine}' is not supported (use jinja)", display)
+        return self._jinja(SourceFile(saltenv, relpath, display, text), text, context)
 
     # -- data formats --------------------------------------------------------
     def _yaml(self, source_file: SourceFile, data: Any, want_lines: bool) -> tuple[Any, dict]:
@@ -233,6 +235,10 @@ class Renderer:
             "__env__": context.get("saltenv"),
             "__saltenv__": context.get("saltenv"),
         }
+        # Salt's py renderer also provides them under plain names
+        module_globals.update(salt=module_globals["__salt__"], grains=module_globals["__grains__"],
+                              opts=module_globals["__opts__"], pillar=module_globals["__pillar__"],
+                              sls=module_globals["__sls__"], saltenv=module_globals["__env__"])
         try:
             exec(code, module_globals)  # noqa: S102 - #!py is Salt's Python renderer
             run = module_globals.get("run")
@@ -263,8 +269,12 @@ def _deepest_template_frame(exc: BaseException) -> tuple[str | None, int | None]
 
     found: tuple[str | None, int | None] = (None, None)
     for frame, lineno in traceback.walk_tb(exc.__traceback__):
-        if "__jinja_template__" in frame.f_globals:
+        if "__jinja_exception__" in frame.f_globals:
+            # Jinja's rewritten traceback: a stand-in frame at the template's own file and line
             found = (frame.f_code.co_filename, lineno)
+        elif "__jinja_template__" in frame.f_globals:
+            template = frame.f_globals["__jinja_template__"]
+            found = (template.filename, template.get_corresponding_lineno(lineno))
     return found
 
 
@@ -282,11 +292,11 @@ def jinja_error(exc: BaseException, display: str) -> CompileError:
     elif isinstance(exc, jinja2.UndefinedError):
         msg = f"Jinja variable {exc.message}"
     elif isinstance(exc, CompileError):
-        return exc
+        if exc.file and exc.file != "<string>":
+            return exc
+        # raised by our loader or a load_* filter: place it at the template line that asked for it
+        detail = f" (line {exc.line} of the loaded data)" if exc.line else ""
+        return CompileError(exc.kind, f"Jinja error: {exc.message}{detail}", file or display, line)
     else:
         msg = f"Jinja error: {type(exc).__name__}: {exc}"
     return CompileError(RENDER_ERROR, msg, file or display, line)
-
-
-def python_version_tag() -> str:
-    return f"{sys.version_info.major}.{sys.version_info.minor}"

@@ -31,6 +31,15 @@ class SourceFile:
     text: str
 
 
+@dataclass(frozen=True)
+class FetchedFile:
+    """A file's raw bytes (for file.managed sources), with its display name and mode bits."""
+
+    data: bytes
+    display: str
+    mode: int | None
+
+
 class FileSource(Protocol):
     """Where the compiler reads sls files, top files and Jinja imports from."""
 
@@ -44,6 +53,10 @@ class FileSource(Protocol):
 
     def list_files(self, saltenv: str) -> list[str]:
         """Every file of saltenv as relative '/'-separated paths."""
+        ...
+
+    def fetch(self, saltenv: str, relpath: str) -> FetchedFile | None:
+        """Raw bytes of a file (salt:// sources), or None when no root has it."""
         ...
 
 
@@ -128,6 +141,28 @@ class LocalRoots:
             self._cache[path] = (st.st_mtime_ns, st.st_size, found)
             return found
         return None
+
+    def _locate(self, saltenv: str, relpath: str) -> str | None:
+        if not valid_saltenv(saltenv) or saltenv not in self._roots:
+            return None
+        rel = clean_relpath(relpath)
+        for root, real_root in zip(self._roots[saltenv], self._real[saltenv], strict=True):
+            path = os.path.join(root, rel)
+            if not os.path.isfile(path):
+                continue
+            real = os.path.realpath(path)
+            if not (real == real_root or real.startswith(real_root.rstrip("/") + "/")):
+                raise CompileError(ACCESS_DENIED, f"{path} resolves outside the roots ({real})")
+            return path
+        return None
+
+    def fetch(self, saltenv: str, relpath: str) -> FetchedFile | None:
+        path = self._locate(saltenv, relpath)
+        if path is None:
+            return None
+        with open(path, "rb") as fh:
+            data = fh.read()
+        return FetchedFile(data, path, os.stat(path).st_mode & 0o7777)
 
     def list_files(self, saltenv: str) -> list[str]:
         out: set[str] = set()

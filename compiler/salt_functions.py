@@ -18,7 +18,10 @@ from compiler import match, merge
 _MISSING = object()
 
 
-class FunctionNotAvailable(KeyError):
+class FunctionNotAvailable(Exception):
+    """Not a KeyError on purpose: Jinja turns a KeyError from ``salt['x']`` into an undefined value
+    and the reason would be lost."""
+
     def __str__(self) -> str:
         return (f"salt['{self.args[0]}'] is not available while compiling; saltpan compile-time "
                 "templates can call grains.*, pillar.*, config.*, match.*, defaults.* and slsutil.*")

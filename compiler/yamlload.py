@@ -22,7 +22,8 @@ from compiler.errors import RENDER_ERROR, CompileError
 
 _BaseLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
-_LEADING_ZERO_INT = re.compile(r"^[-+]?0[0-9_]+$")
+# only unsigned values: Salt reads -010 and +010 as YAML 1.1 octal (-8, 8)
+_LEADING_ZERO_INT = re.compile(r"^0[0-9_]+$")
 
 
 class SaltYamlLoader(_BaseLoader):  # type: ignore[misc, valid-type]
@@ -41,8 +42,16 @@ def _construct_timestamp(loader: SaltYamlLoader, node: yaml.ScalarNode) -> str:
     return str(loader.construct_scalar(node))
 
 
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
 def _construct_mapping(loader: SaltYamlLoader, node: yaml.MappingNode) -> dict:
+    # Keys written in the mapping override the ones a merge key (<<: *anchor) brings in, as in Salt;
+    # only a key written twice is a conflict.
+    own_pairs = {id(pair) for pair in node.value if pair[0].tag != _MERGE_TAG}
+    own_keys = {pair[0].value for pair in node.value if pair[0].tag != _MERGE_TAG}
     loader.flatten_mapping(node)
+    node.value = [pair for pair in node.value if id(pair) in own_pairs or pair[0].value not in own_keys]
     mapping: dict[Any, Any] = {}
     for key_node, value_node in node.value:
         key = loader.construct_object(key_node, deep=True)

@@ -1,28 +1,20 @@
-"""ext_pillar cmd_yaml: the YAML a command prints (``%s`` is the minion id).
+"""ext_pillar cmd_yaml: the YAML mapping a command prints (``%s`` is the minion id).
 
     ext_pillar:
       - cmd_yaml: cat /srv/inventory/%s.yaml
+      - cmd_yaml:
+          command: /usr/local/bin/inventory --yaml %s
+          timeout: 10
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import yaml
-
 from ext_pillar._command import run_for_minion
+from ext_pillar._payload import yaml_mapping
 
 
 def ext_pillar(minion_id: str, pillar: dict, command: str, timeout: float | None = None) -> dict[str, Any]:
     out = run_for_minion(command, minion_id, timeout)
-    try:
-        data = yaml.safe_load(out)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark else ""
-        raise ValueError(f"the output of {command!r} is not YAML{where}: {getattr(exc, 'problem', exc)}") from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise ValueError(f"the output of {command!r} is a YAML {type(data).__name__}, not a mapping")
-    return data
+    return yaml_mapping(out, f"the output of {command!r}")

@@ -27,16 +27,64 @@ def _run_compile(args: argparse.Namespace) -> int:
     return compile_cmd.run(args)
 
 
+def _call_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("call", help="run an execution function on this host (masterless with --local)")
+    p.add_argument("--config", "-c", help="minion config file (default: the shipped example trees)")
+    p.add_argument("--local", action="store_true", help="masterless: files and pillar from the local roots")
+    p.add_argument("--out", choices=OUTPUTS + ["highstate"], help="outputter (default: highstate for states)")
+    p.add_argument("-l", "--log-level", dest="log_level", default=None, help="log level (default warning)")
+    p.add_argument("fun", help="module.function, e.g. state.apply, test.ping, grains.items")
+    p.add_argument("args", nargs=argparse.REMAINDER, help="arguments and key=value keyword arguments")
+    p.set_defaults(func=_run_call)
+
+
+def _run_call(args: argparse.Namespace) -> int:
+    from runtime import call_cmd
+
+    return call_cmd.run(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="saltpan", description="Salt-compatible pillar/state compiler and runner")
     parser.add_argument("--version", action="version", version="saltpan 0.1.0")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     _compile_parser(sub)
+    _call_parser(sub)
     return parser
+
+
+def hoist_options(argv: list[str], command: str, with_value: set[str], flags: set[str]) -> list[str]:
+    """Move a subcommand's options that follow its positional arguments in front of them.
+
+    Salt's CLIs accept `salt-call state.apply test=True --out json`; argparse's
+    REMAINDER would swallow `--out json` as a function argument.
+    """
+    if command not in argv:
+        return argv
+    start = argv.index(command) + 1
+    head, rest = argv[:start], argv[start:]
+    options: list[str] = []
+    positional: list[str] = []
+    i = 0
+    while i < len(rest):
+        word = rest[i]
+        name = word.split("=", 1)[0]
+        if name in with_value and "=" not in word and i + 1 < len(rest):
+            options += [word, rest[i + 1]]
+            i += 2
+            continue
+        if name in with_value or word in flags:
+            options.append(word)
+        else:
+            positional.append(word)
+        i += 1
+    return head + options + positional
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    argv = hoist_options(argv, "call", {"--config", "-c", "--out", "-l", "--log-level"}, {"--local"})
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

@@ -39,6 +39,9 @@ OPTIONS: dict[str, Option] = {
     "id": Option(None, "str", "minion", "Minion id. Defaults to the host name (the FQDN)."),
     "grains": Option({}, "dict", "minion", "Static grains merged over the core grains."),
     "grains_file": Option(None, "path", "minion", "A YAML file of extra grains (Salt's /etc/salt/grains)."),
+    "fleet_file": Option(None, "path", "both",
+                         "saltpan: a fleet file or directory of grains per minion, used by `saltpan compile` "
+                         "(--minion and --all) when no --fleet is given."),
     # trees
     "pillar_roots": Option({"base": ["/srv/pillar"]}, "roots", "both",
                            "Pillar tree per saltenv: {env: [dir, ...]}."),
@@ -131,8 +134,13 @@ _PATH_KEYS = {k for k, o in OPTIONS.items() if o.kind == "path"}
 
 
 def defaults(role: str = "minion") -> dict[str, Any]:
-    """A fresh copy of the defaults for a role (minion, master, or compile)."""
-    return {k: copy.deepcopy(o.default) for k, o in OPTIONS.items()}
+    """A fresh copy of the defaults for a role (minion, master, or compile).
+
+    ``__role`` records the role, as in Salt's opts (file_tree applies its
+    nodegroups/ subtree only on a master)."""
+    out = {k: copy.deepcopy(o.default) for k, o in OPTIONS.items()}
+    out["__role"] = role
+    return out
 
 
 def _type_ok(kind: str, value: Any) -> bool:
@@ -216,7 +224,7 @@ def _abs(path: str, base_dir: str) -> str:
     return os.path.normpath(os.path.join(base_dir, os.path.expanduser(path)))
 
 
-def _merge_file(opts: dict[str, Any], path: str, seen: set[str]) -> None:
+def _merge_file(opts: dict[str, Any], path: str, seen: set[str], default_include: str | None = None) -> None:
     real = os.path.realpath(path)
     if real in seen:
         raise ConfigError(f"{path}: config include loop")
@@ -226,7 +234,7 @@ def _merge_file(opts: dict[str, Any], path: str, seen: set[str]) -> None:
     base_dir = os.path.dirname(os.path.abspath(path))
     data = _resolve_paths(data, base_dir)
     includes = data.pop("include", None)
-    default_include = data.get("default_include")
+    default_include = data.get("default_include", default_include)
     opts.update(data)
     for pattern in ([default_include] if default_include else []):
         for extra in sorted(glob.glob(os.path.join(base_dir, pattern))):
@@ -242,7 +250,7 @@ def load(path: str | None, role: str = "minion", overrides: Mapping[str, Any] | 
     opts["default_include"] = f"{role}.d/*.conf" if role in ("master", "minion") else None
     configured: dict[str, Any] = {}
     if path:
-        _merge_file(configured, path, set())
+        _merge_file(configured, path, set(), opts["default_include"])
         opts["conf_file"] = os.path.abspath(path)
     opts.update(configured)
     if overrides:

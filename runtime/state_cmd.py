@@ -1,4 +1,11 @@
-"""`saltpan compile --show top|highstate|lowstate`."""
+"""`saltpan compile --show top|highstate|lowstate`: the state compiler from the CLI.
+
+Output follows Salt's state.show_top / show_highstate / show_lowstate, and so
+do errors: compile errors are printed as a JSON/YAML list of strings on stdout
+(what Salt returns), each also on stderr with its file:line; when the pillar
+has errors nothing is printed on stdout and stderr carries salt-call's
+``Error running 'state.show_...': Pillar failed to render`` form.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +13,27 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+from runtime import pipeline
+
+_SALT_FUN = {"top": "state.show_top", "highstate": "state.show_highstate", "lowstate": "state.show_lowstate"}
+
 
 def show(opts: Mapping[str, Any], minion_id: str, grains: Mapping[str, Any], what: str, out: str) -> int:
-    print(f"saltpan compile: --show {what} needs the state compiler, which is not built yet "
-          "(only --show pillar works in this version)", file=sys.stderr)
-    return 2
+    from runtime import output
+    from runtime.compile_cmd import report_errors
+
+    pillar_result = pipeline.compile_pillar(opts, minion_id, grains)
+    if pillar_result.errors or pillar_result.pillar.get("_errors"):
+        print(f"Error running '{_SALT_FUN[what]}': Pillar failed to render. Additional info follows:",
+              file=sys.stderr)
+        for message in pillar_result.pillar.get("_errors") or []:
+            print(f"- {message}", file=sys.stderr)
+        report_errors(pillar_result.errors)
+        return 1
+    result = pipeline.compile_states(opts, minion_id, grains, pillar_result.pillar, what)
+    if result.errors:
+        print(output.render([e.salt_message() for e in result.errors], out, sys.stdout))
+        report_errors(result.errors)
+        return 1
+    print(output.render(result.data, out, sys.stdout))
+    return 0

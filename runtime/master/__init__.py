@@ -1,0 +1,1 @@
+"""The master: process manager, publisher, event publisher, request server and workers, stores."""

@@ -1,0 +1,61 @@
+"""The minion data cache: each minion's last grains and last compiled pillar.
+
+The master targets grain and pillar expressions against it (expected minions),
+and ``compile --all`` uses the grains as its default fleet.  SQLite under
+cachedir, readable by several processes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from typing import Any, Protocol
+
+
+class DataCache(Protocol):
+    def store(self, minion: str, bank: str, data: Any) -> None: ...
+
+    def fetch(self, minion: str, bank: str) -> Any: ...
+
+    def minions(self) -> list[str]: ...
+
+    def flush(self, minion: str) -> None: ...
+
+
+class SQLiteDataCache:
+    def __init__(self, cachedir: str):
+        os.makedirs(cachedir, mode=0o700, exist_ok=True)
+        self.path = os.path.join(cachedir, "minion_data.sqlite")
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        os.close(fd)
+        self._db = sqlite3.connect(self.path, timeout=10, isolation_level=None, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("CREATE TABLE IF NOT EXISTS data (minion TEXT, bank TEXT, value TEXT, updated REAL, "
+                         "PRIMARY KEY (minion, bank))")
+
+    def close(self) -> None:
+        self._db.close()
+
+    def store(self, minion: str, bank: str, data: Any) -> None:
+        self._db.execute("INSERT OR REPLACE INTO data VALUES (?, ?, ?, ?)",
+                         (minion, bank, json.dumps(data, default=str), time.time()))
+
+    def fetch(self, minion: str, bank: str) -> Any:
+        row = self._db.execute("SELECT value FROM data WHERE minion=? AND bank=?", (minion, bank)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def updated(self, minion: str, bank: str) -> float | None:
+        row = self._db.execute("SELECT updated FROM data WHERE minion=? AND bank=?", (minion, bank)).fetchone()
+        return row[0] if row else None
+
+    def minions(self) -> list[str]:
+        return [r[0] for r in self._db.execute("SELECT DISTINCT minion FROM data ORDER BY minion")]
+
+    def flush(self, minion: str) -> None:
+        self._db.execute("DELETE FROM data WHERE minion=?", (minion,))
+
+    def all(self, bank: str) -> dict[str, Any]:
+        return {m: json.loads(v) for m, v in self._db.execute("SELECT minion, value FROM data WHERE bank=?",
+                                                              (bank,))}

@@ -1,0 +1,37 @@
+"""sys: list_functions, list_modules, doc."""
+
+from __future__ import annotations
+
+import fnmatch
+from typing import Any
+
+from runtime import modules
+
+__all__ = ["list_functions", "list_modules", "doc"]
+
+
+def list_functions(env: Any, *patterns: str) -> list[str]:
+    """Function names, optionally filtered by globs or module names."""
+    names = modules.list_functions()
+    if not patterns:
+        return names
+    out = []
+    for name in names:
+        for pat in patterns:
+            if fnmatch.fnmatch(name, pat) or name.startswith(pat + "."):
+                out.append(name)
+                break
+    return out
+
+
+def list_modules(env: Any) -> list[str]:
+    """Module names."""
+    return sorted(modules.MODULES)
+
+
+def doc(env: Any, *names: str) -> dict[str, str]:
+    """Docstrings of functions (all, or the names / modules given)."""
+    out = {}
+    for name in list_functions(env, *names):
+        out[name] = modules.doc_of(modules.lookup(name))
+    return out

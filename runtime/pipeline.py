@@ -1,0 +1,60 @@
+"""The one compile path shared by offline compiles, masterless runs and minions.
+
+Callers differ only in where files, grains and pillar come from: pass a
+FileSource for the state tree (local roots, or a minion's remote file client).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from compiler.errors import CompileError
+from compiler.highstate import StateCompiler
+from compiler.lowstate import compile_lowstate
+from compiler.pillar import PillarCompiler, PillarResult
+from compiler.requisites import Lowstate
+from compiler.roots import FileSource, LocalRoots
+
+
+def pillar_compiler(opts: Mapping[str, Any], source: FileSource | None = None) -> PillarCompiler:
+    from runtime.ext_loader import DriverLoader
+
+    return PillarCompiler(opts, source or LocalRoots(opts.get("pillar_roots") or {}), DriverLoader(opts))
+
+
+def compile_pillar(opts: Mapping[str, Any], minion_id: str, grains: Mapping[str, Any],
+                   pillar_override: Mapping[str, Any] | None = None) -> PillarResult:
+    return pillar_compiler(opts).compile(minion_id, grains, pillar_override)
+
+
+def state_compiler(opts: Mapping[str, Any], source: FileSource | None = None,
+                   functions: Mapping[str, Callable[..., Any]] | None = None) -> StateCompiler:
+    return StateCompiler(opts, source or LocalRoots(opts.get("file_roots") or {}), extra_functions=functions)
+
+
+@dataclass
+class StateResult:
+    data: Any = None
+    errors: list[CompileError] = field(default_factory=list)
+    lowstate: Lowstate | None = None
+
+
+def compile_states(opts: Mapping[str, Any], minion_id: str, grains: Mapping[str, Any], pillar: Mapping[str, Any],
+                   what: str = "lowstate", compiler: StateCompiler | None = None, mods: list[str] | None = None,
+                   saltenv: str | None = None) -> StateResult:
+    """top / highstate / lowstate for one minion with its compiled pillar."""
+    compiler = compiler or state_compiler(opts)
+    if what == "top":
+        matches, errors = compiler.top(minion_id, grains, pillar, saltenv)
+        return StateResult(matches, errors)
+    high = compiler.highstate(minion_id, grains, pillar, saltenv, mods)
+    if high.errors:
+        return StateResult(None, high.errors)
+    if what == "highstate":
+        return StateResult(high.high, [])
+    low = compile_lowstate(high.high, high.origins)
+    if low.errors or low.lowstate is None:
+        return StateResult(None, low.errors)
+    return StateResult(low.lowstate.ordered_chunks(), [], low.lowstate)

@@ -1,0 +1,140 @@
+"""Compile and apply states for this host: state.apply / highstate / sls / single.
+
+Used by the execution module ``state`` (masterless and on minions): pillar is
+compiled fresh for every run (as Salt does), the state tree comes from the
+environment's FileSource (local roots or the master's file server).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from compiler.errors import CompileError
+from compiler.render import Renderer
+from compiler.requisites import Lowstate, Run, order_chunks
+from compiler.salt_functions import build as build_functions
+from runtime import pipeline
+from runtime.executor import Executor
+from runtime.states import StateContext
+
+
+def _parse_salt_url(url: str, default_env: str) -> tuple[str, str]:
+    path = url[len("salt://"):] if url.startswith("salt://") else url
+    saltenv = default_env
+    if "?" in path:
+        path, query = path.split("?", 1)
+        for part in query.split("&"):
+            if part.startswith("saltenv="):
+                saltenv = part.split("=", 1)[1]
+    return path, saltenv
+
+
+class StateRunner:
+    """Everything one state run needs, built from a ModuleEnv."""
+
+    def __init__(self, env: Any, pillar: Mapping[str, Any]):
+        self.env = env
+        self.opts = env.opts
+        self.pillar = pillar
+        self.source = env.state_source
+        self.compiler = pipeline.state_compiler(self.opts, self.source)
+        self.renderer: Renderer = self.compiler.renderer
+        self.functions = build_functions(self.opts.get("id") or "", env.grains, pillar, self.opts)
+
+    def fetch_file(self, url: str, saltenv: str) -> tuple[bytes, str, int | None] | None:
+        path, env_name = _parse_salt_url(url, saltenv)
+        found = self.source.fetch(env_name, path)
+        if found is None:
+            return None
+        return found.data, found.display, found.mode
+
+    def render_template(self, text: str, engine: str, context: Mapping[str, Any], display: str) -> str:
+        path, env_name = _parse_salt_url(display, "base") if display.startswith("salt://") else (display, "base")
+        ctx = {"grains": self.env.grains, "pillar": self.pillar, "opts": self.opts, "salt": self.functions,
+               "saltenv": env_name, "id": self.opts.get("id")}
+        ctx.update(context)
+        rel = path.lstrip("/") or "template"
+        return self.renderer.render_text(text, env_name, rel, display, ctx, engine)
+
+    def context(self, low: dict, test: bool) -> StateContext:
+        return StateContext(test=test, opts=self.opts, grains=self.env.grains, pillar=self.pillar,
+                            saltenv=str(low.get("__env__") or "base"), sls=low.get("__sls__"),
+                            fetch_file=self.fetch_file, render_template=self.render_template,
+                            functions=self.functions)
+
+    def execute(self, lowstate: Lowstate, test: bool) -> dict[str, dict]:
+        failhard = bool(self.opts.get("failhard", False))
+        executor = Executor(lowstate, self.context, self.env.grains, self.functions, test=test, failhard=failhard)
+        return executor.apply()
+
+
+def pillar_errors_result(errors: list[str]) -> list[str]:
+    return ["Pillar failed to render with the following messages:", *[str(e) for e in errors]]
+
+
+def fresh_pillar(env: Any, override: Mapping[str, Any] | None = None) -> tuple[dict[str, Any], list]:
+    if env.fresh_pillar is None:
+        return dict(env.pillar), []
+    data, errors = env.fresh_pillar()
+    if override:
+        from compiler import merge
+
+        data = merge.merge(data, override)
+    return data, errors
+
+
+def _test_mode(env: Any, test: Any) -> bool:
+    if test is None:
+        return bool(env.opts.get("test", False))
+    if isinstance(test, str):
+        return test.strip().lower() in ("true", "1", "yes")
+    return bool(test)
+
+
+def highstate(env: Any, mods: list[str] | None = None, test: Any = None, saltenv: str | None = None,
+              pillar: Mapping[str, Any] | None = None) -> dict[str, dict] | list[str]:
+    """Compile (fresh pillar) and apply the highstate, or the given sls."""
+    pillar_data, errors = fresh_pillar(env, pillar)
+    messages = pillar_data.get("_errors") or [str(e) for e in errors]
+    if errors or pillar_data.get("_errors"):
+        return pillar_errors_result(messages)
+    runner = StateRunner(env, pillar_data)
+    result = pipeline.compile_states(env.opts, env.opts.get("id") or "", env.grains, pillar_data, "lowstate",
+                                     compiler=runner.compiler, mods=mods, saltenv=saltenv)
+    if result.errors:
+        return [e.salt_message() for e in result.errors]
+    assert result.lowstate is not None
+    return runner.execute(result.lowstate, _test_mode(env, test))
+
+
+def show(env: Any, what: str, mods: list[str] | None = None, saltenv: str | None = None) -> Any:
+    pillar_data, errors = fresh_pillar(env)
+    if errors or pillar_data.get("_errors"):
+        raise CompileError("pillar_failed", "Pillar failed to render: " + "; ".join(
+            pillar_data.get("_errors") or [str(e) for e in errors]))
+    runner = StateRunner(env, pillar_data)
+    result = pipeline.compile_states(env.opts, env.opts.get("id") or "", env.grains, pillar_data, what,
+                                     compiler=runner.compiler, mods=mods, saltenv=saltenv)
+    if result.errors:
+        return [e.salt_message() for e in result.errors]
+    return result.data
+
+
+def single(env: Any, fun: str, name: str, test: Any = None, **kwargs: Any) -> dict[str, dict] | list[str]:
+    """Run one state function: state.single file.managed name=/tmp/x contents=hi."""
+    if fun.count(".") != 1:
+        return [f"Invalid function passed: {fun!r} (use module.function)"]
+    state, func = fun.split(".")
+    pillar_data, errors = fresh_pillar(env)
+    if errors or pillar_data.get("_errors"):
+        return pillar_errors_result(pillar_data.get("_errors") or [str(e) for e in errors])
+    chunk = {"state": state, "fun": func, "name": name, "__id__": name, "__sls__": None,
+             "__env__": kwargs.pop("saltenv", None) or "base", **{k: v for k, v in kwargs.items()
+                                                                   if not k.startswith("__")}}
+    lowstate, problems = order_chunks([chunk], lambda s: s in ("cmd", "test", "pkg", "service"))
+    if problems or lowstate is None:
+        return [str(getattr(p, "message", p)) for p in problems]
+    lowstate.runs = [Run(0)]
+    runner = StateRunner(env, pillar_data)
+    return runner.execute(lowstate, _test_mode(env, test))

@@ -1,0 +1,376 @@
+"""Fixtures for the ext_pillar tests: a compile helper and real servers on 127.0.0.1.
+
+* ``http_server`` / ``https_server``: http.server in a thread, routes set per test;
+  the TLS one serves a certificate signed by a throw-away CA made with ``cryptography``.
+* ``cobbler``: a cobbler-compatible XML-RPC server (login, token_check, get_blended_data).
+* ``postgres``: a private PostgreSQL cluster (initdb + pg_ctl) on a free port in a temp dir,
+  as the ``postgres`` user when run as root.  Debian's ``postgresql`` is installed with
+  apt-get when missing (root only).  Under CI the tests fail rather than skip when that
+  is impossible.
+"""
+
+from __future__ import annotations
+
+import datetime
+import glob
+import http.server
+import ipaddress
+import os
+import pwd
+import secrets
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+import xmlrpc.server
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+# -- HTTP -----------------------------------------------------------------------------
+
+
+@dataclass
+class Route:
+    body: bytes | str = b""
+    status: int = 200
+    content_type: str = "application/json"
+    delay: float = 0.0
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class HttpServer:
+    base: str
+    routes: dict[str, Route]
+    requests: list[dict[str, Any]]
+
+    def route(self, path: str, body: bytes | str = b"", **kwargs: Any) -> str:
+        self.routes[path] = Route(body, **kwargs)
+        return self.base + path
+
+
+def _handler(routes: dict[str, Route], requests: list[dict[str, Any]]) -> type:
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            requests.append({"path": self.path, "headers": dict(self.headers)})
+            route = routes.get(self.path)
+            if route is None:
+                self.send_error(404, "Not Found")
+                return
+            if route.delay:
+                time.sleep(route.delay)
+            body = route.body.encode() if isinstance(route.body, str) else route.body
+            try:
+                self.send_response(route.status)
+                self.send_header("Content-Type", route.content_type)
+                self.send_header("Content-Length", str(len(body)))
+                for key, value in route.headers.items():
+                    self.send_header(key, value)
+                self.end_headers()
+                self.wfile.write(body)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    return Handler
+
+
+@pytest.fixture
+def http_server() -> Iterator[HttpServer]:
+    routes: dict[str, Route] = {}
+    requests: list[dict[str, Any]] = []
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _handler(routes, requests))
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield HttpServer(f"http://127.0.0.1:{server.server_address[1]}", routes, requests)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+@dataclass
+class Pki:
+    ca_file: str
+    cert_file: str
+    key_file: str
+    other_ca_file: str
+
+
+def _make_pki(directory: str) -> Pki:
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    now = datetime.datetime.now(datetime.UTC)
+
+    def ca(name: str) -> tuple[Any, Any]:
+        key = ec.generate_private_key(ec.SECP256R1())
+        subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+        cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(subject)
+                .public_key(key.public_key()).serial_number(x509.random_serial_number())
+                .not_valid_before(now - datetime.timedelta(minutes=5))
+                .not_valid_after(now + datetime.timedelta(days=1))
+                .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+                .add_extension(x509.KeyUsage(digital_signature=True, content_commitment=False,
+                                             key_encipherment=False, data_encipherment=False, key_agreement=False,
+                                             key_cert_sign=True, crl_sign=True, encipher_only=False,
+                                             decipher_only=False), critical=True)
+                .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+                .sign(key, hashes.SHA256()))
+        return key, cert
+
+    ca_key, ca_cert = ca("saltpan test CA")
+    _, other_cert = ca("some other CA")
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = (x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]))
+            .issuer_name(ca_cert.subject).public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                           critical=False)
+            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+            .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()),
+                           critical=False)
+            .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+            .sign(ca_key, hashes.SHA256()))
+    paths = {name: os.path.join(directory, name) for name in ("ca.pem", "other-ca.pem", "server.pem", "server.key")}
+    pem = serialization.Encoding.PEM
+    with open(paths["ca.pem"], "wb") as fh:
+        fh.write(ca_cert.public_bytes(pem))
+    with open(paths["other-ca.pem"], "wb") as fh:
+        fh.write(other_cert.public_bytes(pem))
+    with open(paths["server.pem"], "wb") as fh:
+        fh.write(cert.public_bytes(pem))
+    with open(paths["server.key"], "wb") as fh:
+        fh.write(key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    return Pki(paths["ca.pem"], paths["server.pem"], paths["server.key"], paths["other-ca.pem"])
+
+
+@pytest.fixture(scope="session")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
+    return _make_pki(str(tmp_path_factory.mktemp("pki")))
+
+
+@pytest.fixture
+def https_server(pki: Pki) -> Iterator[HttpServer]:
+    import ssl
+
+    routes: dict[str, Route] = {}
+    requests: list[dict[str, Any]] = []
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _handler(routes, requests))
+    server.daemon_threads = True
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(pki.cert_file, pki.key_file)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield HttpServer(f"https://127.0.0.1:{server.server_address[1]}", routes, requests)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+# -- cobbler ----------------------------------------------------------------------------
+
+
+@dataclass
+class CobblerServer:
+    url: str
+    systems: dict[str, dict[str, Any]]
+    users: dict[str, str]
+    calls: list[tuple]
+    tokens: set[str]
+    delay: list[float]
+
+
+@pytest.fixture
+def cobbler() -> Iterator[CobblerServer]:
+    """Speaks the part of Cobbler's XML-RPC API the driver uses, at /cobbler_api."""
+    systems: dict[str, dict[str, Any]] = {}
+    users: dict[str, str] = {}
+    calls: list[tuple] = []
+    tokens: set[str] = set()
+    delay = [0.0]
+
+    class Api:
+        def login(self, user: str, password: str) -> str:
+            calls.append(("login", user, password))
+            if users.get(user) != password or not password:
+                raise xmlrpc.server.Fault(1, f"<class 'cobbler.cexceptions.CX'>:'login failed ({user})'")
+            token = secrets.token_urlsafe(16)
+            tokens.add(token)
+            return token
+
+        def token_check(self, token: str) -> bool:
+            calls.append(("token_check", token))
+            if token not in tokens:
+                raise xmlrpc.server.Fault(1, f"<class 'cobbler.cexceptions.CX'>:'invalid token: {token}'")
+            return True
+
+        def get_blended_data(self, profile: Any, system: Any) -> dict[str, Any]:
+            calls.append(("get_blended_data", profile, system))
+            if delay[0]:
+                time.sleep(delay[0])
+            if system not in systems:
+                raise xmlrpc.server.Fault(1, "<class 'cobbler.cexceptions.CX'>:'internal error, unknown "
+                                             f"system name {system}'")
+            return systems[system]
+
+    class Handler(xmlrpc.server.SimpleXMLRPCRequestHandler):
+        rpc_paths = ("/cobbler_api",)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    class Server(xmlrpc.server.SimpleXMLRPCServer):
+        daemon_threads = True
+
+    server = Server(("127.0.0.1", 0), requestHandler=Handler, allow_none=True, logRequests=False)
+    server.register_instance(Api())
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield CobblerServer(f"http://127.0.0.1:{server.server_address[1]}/cobbler_api", systems, users, calls,
+                            tokens, delay)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+# -- PostgreSQL -------------------------------------------------------------------------
+
+
+from tests.netutil import free_port  # noqa: E402  (shared with other suites)
+
+
+def _pg_bindir() -> str | None:
+    candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"),
+                        key=lambda p: int(p.split("/")[4]) if p.split("/")[4].isdigit() else 0)
+    if candidates:
+        return os.path.dirname(candidates[-1])
+    found = shutil.which("initdb")
+    return os.path.dirname(found) if found else None
+
+
+def _install_postgresql() -> None:
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    subprocess.run(["apt-get", "update", "-q"], check=True, env=env, stdout=subprocess.DEVNULL, timeout=600)
+    subprocess.run(["apt-get", "install", "-y", "-q", "--no-install-recommends", "postgresql"], check=True,
+                   env=env, stdout=subprocess.DEVNULL, timeout=900)
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get("CI"):
+        pytest.fail(f"PostgreSQL tests cannot run: {reason}")
+    pytest.skip(f"PostgreSQL not available: {reason}")
+
+
+@dataclass
+class Postgres:
+    host: str
+    port: int
+    user: str
+    password: str
+    db: str
+
+    def settings(self) -> dict[str, Any]:
+        return {"host": self.host, "port": self.port, "user": self.user, "pass": self.password, "db": self.db}
+
+    def execute(self, sql: str, params: Any = None) -> None:
+        import psycopg
+
+        with psycopg.connect(host=self.host, port=self.port, user=self.user, password=self.password,
+                             dbname=self.db, autocommit=True) as conn:
+            conn.execute(sql, params)
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[Postgres]:
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        _unavailable("psycopg is not installed (pip install -e '.[test]')")
+    bindir = _pg_bindir()
+    if bindir is None:
+        if os.geteuid() != 0 or not shutil.which("apt-get"):
+            _unavailable("initdb not found and apt-get cannot install postgresql here (needs root on Debian)")
+        try:
+            _install_postgresql()
+        except (subprocess.SubprocessError, OSError) as exc:
+            _unavailable(f"apt-get install postgresql failed: {exc}")
+        bindir = _pg_bindir()
+        if bindir is None:
+            _unavailable("postgresql installed but initdb not found")
+    assert bindir is not None
+    run_as: pwd.struct_passwd | None = None
+    if os.geteuid() == 0:
+        for name in ("postgres", "nobody"):
+            try:
+                run_as = pwd.getpwnam(name)
+                break
+            except KeyError:
+                continue
+        if run_as is None:
+            _unavailable("running as root and no 'postgres' or 'nobody' user to run the server as")
+    workdir = tempfile.mkdtemp(prefix="saltpan-pg-")
+    password = secrets.token_hex(12)
+    data = os.path.join(workdir, "data")
+    pwfile = os.path.join(workdir, "pw")
+    with open(pwfile, "w") as fh:
+        fh.write(password + "\n")
+    if run_as is not None:
+        for path in (workdir, pwfile):
+            os.chown(path, run_as.pw_uid, run_as.pw_gid)
+    os.chmod(workdir, 0o700)
+
+    def as_server_user() -> None:
+        if run_as is not None:
+            os.setgid(run_as.pw_gid)
+            os.setgroups([])
+            os.setuid(run_as.pw_uid)
+
+    env = dict(os.environ, LC_ALL="C.UTF-8", LANG="C.UTF-8", HOME=workdir)
+    env.pop("PGDATA", None)
+    port = free_port()
+    try:
+        subprocess.run([os.path.join(bindir, "initdb"), "-D", data, "-U", "salt", f"--pwfile={pwfile}",
+                        "--auth-host=scram-sha-256", "--auth-local=scram-sha-256", "-E", "UTF8", "--no-sync"],
+                       check=True, preexec_fn=as_server_user, env=env, cwd=workdir, capture_output=True,
+                       timeout=120)
+        subprocess.run([os.path.join(bindir, "pg_ctl"), "-D", data, "-l", os.path.join(workdir, "log"), "-w",
+                        "-t", "60", "-o", f"-p {port} -k {workdir} -c listen_addresses=127.0.0.1 -c fsync=off",
+                        "start"],
+                       check=True, preexec_fn=as_server_user, env=env, cwd=workdir, capture_output=True,
+                       timeout=120)
+    except subprocess.CalledProcessError as exc:
+        log = ""
+        if os.path.exists(os.path.join(workdir, "log")):
+            with open(os.path.join(workdir, "log")) as fh:
+                log = fh.read()[-2000:]
+        shutil.rmtree(workdir, ignore_errors=True)
+        pytest.fail(f"starting PostgreSQL failed: {exc.stderr.decode(errors='replace')[-2000:]}\n{log}")
+    server = Postgres("127.0.0.1", port, "salt", password, "postgres")
+    try:
+        server.execute("CREATE DATABASE salt")
+        server.db = "salt"
+        yield server
+    finally:
+        subprocess.run([os.path.join(bindir, "pg_ctl"), "-D", data, "-m", "immediate", "-w", "stop"],
+                       preexec_fn=as_server_user, env=env, cwd=workdir, capture_output=True, timeout=60)
+        shutil.rmtree(workdir, ignore_errors=True)
+
