@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 from typing import Any
 
 import yaml
@@ -68,11 +69,14 @@ def load_cache_fleet(cachedir: str) -> dict[str, dict[str, Any]]:
         raise FleetError(f"no fleet: the master's minion data cache {path} does not exist (no minion has "
                          "reported its grains to a master using this cachedir); give --fleet FILE|DIR or set "
                          "fleet_file")
-    cache = SQLiteDataCache(cachedir)
     try:
-        grains = cache.all("grains")
-    finally:
-        cache.close()
+        cache = SQLiteDataCache(cachedir)
+        try:
+            grains = cache.all("grains")
+        finally:
+            cache.close()
+    except (OSError, sqlite3.Error, ValueError) as exc:
+        raise FleetError(f"cannot read the master's minion data cache {path}: {exc}") from None
     if not grains:
         raise FleetError(f"no fleet: the master's minion data cache {path} holds no grains yet; give --fleet "
                          "FILE|DIR or set fleet_file")

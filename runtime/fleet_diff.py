@@ -114,6 +114,9 @@ def revision_roots(opts: Mapping[str, Any], rev: str) -> Iterator[dict[str, Any]
             dest = os.path.join(tmp, f"repo{number}")
             os.makedirs(dest)
             rels = {d: os.path.relpath(os.path.realpath(d), top) for d in repo_dirs}
+            for d, rel in rels.items():
+                if rel == ".." or rel.startswith("../"):  # pragma: no cover - git found top from d itself
+                    raise DiffError(f"root {d} is outside the git repository {top}")
             present = [rel for rel in sorted(set(rels.values())) if _exists_at(top, sha, rel)]
             if present:
                 _export(top, sha, [] if "." in present else present, dest)
@@ -135,13 +138,36 @@ def _export(top: str, sha: str, paths: list[str], dest: str) -> None:
         assert proc.stdout is not None
         try:
             with tarfile.open(fileobj=proc.stdout, mode="r|") as tar:
-                tar.extractall(dest, filter="data")
+                if hasattr(tarfile, "data_filter"):
+                    tar.extractall(dest, filter=_inside)
+                else:  # pragma: no cover - Python < 3.11.4 has no extraction filters
+                    tar.extractall(dest, members=(m for m in tar if _plain_member(m)))
         except (tarfile.TarError, OSError) as exc:
             proc.kill()
             raise DiffError(f"cannot export {sha[:12]} of {top}: {exc}") from None
         err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
         if proc.wait(timeout=120) != 0:
             raise DiffError(f"git archive {sha[:12]} in {top} failed: {err.strip()}")
+
+
+def _inside(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:
+    """tarfile's "data" filter, skipping (not failing on) what it refuses: e.g. a symlink leading out of the
+    tree, whose target the compiler would refuse to read anyway."""
+    try:
+        return tarfile.data_filter(member, dest)
+    except tarfile.FilterError:
+        return None
+
+
+def _plain_member(member: tarfile.TarInfo) -> bool:
+    def inside(name: str) -> bool:
+        return not name.startswith("/") and ".." not in name.split("/")
+
+    if not inside(member.name):
+        return False
+    if member.issym() or member.islnk():
+        return inside(os.path.normpath(os.path.join(os.path.dirname(member.name), member.linkname)))
+    return member.isfile() or member.isdir()
 
 
 # -- one minion ------------------------------------------------------------------------

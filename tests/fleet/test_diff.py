@@ -157,3 +157,13 @@ def test_bad_revision_and_roots_outside_git(fleet_repo: Path, capsys) -> None:
     assert code == 2 and "is not in a git repository" in err and "--diff-to" in err
     code, _, err = compile_cli(capsys, fleet_repo, "--all", "--diff-to", str(fleet_repo / "nowhere"))
     assert code == 2 and "no such directory" in err
+
+
+def test_a_symlink_leading_out_of_the_tree_does_not_stop_the_export(fleet_repo: Path, capsys) -> None:
+    repo = fleet_repo / "repo"
+    (repo / "pillar/outside").symlink_to("/etc")
+    (repo / "pillar/local").symlink_to("common")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "links")
+    code, data, err = diff_json(capsys, fleet_repo, "--diff", "HEAD", "--show", "pillar")
+    assert (code, data["different"]) == (0, 0), err
