@@ -13,7 +13,7 @@ def _compile_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--config", "-c", help="Salt-style config file (default: the shipped example trees)")
     p.add_argument("--minion", "-m", help="minion id to compile for")
     p.add_argument("--grains", help="YAML/JSON file of grains for the minion")
-    p.add_argument("--fleet", help="fleet file or directory supplying the minion's grains")
+    p.add_argument("--fleet", help="fleet file or directory: the minions of --all, the grains of --minion")
     p.add_argument("--show", choices=["pillar", "top", "highstate", "lowstate"], default=None,
                    help="what to print (default pillar)")
     p.add_argument("--saltenv", help="restrict states to this environment")
@@ -26,7 +26,7 @@ def _compile_parser(sub: argparse._SubParsersAction) -> None:
     for tgt_type, flag in {"grain": "-G", "compound": "-C", "pcre": "-E", "list": "-L", "pillar": "-I",
                            "grain_pcre": "-P", "nodegroup": "-N", "ipcidr": "-S"}.items():
         kinds.add_argument(flag, dest="tgt_type", action="store_const", const=tgt_type,
-                           help=f"--target is a {tgt_type} target")
+                           help=f"--target is a target of type {tgt_type}")
     fleet.add_argument("--out-dir", help="write one file per minion into this directory")
     fleet.add_argument("--jobs", "-j", type=int, help="worker processes (default: one per core)")
     fleet.add_argument("--explain", metavar="KEY", help="where the pillar value KEY (e.g. nginx:port) comes from")
