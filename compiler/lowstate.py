@@ -9,12 +9,12 @@ into one chunk per name, then order the chunks over their requisites
 
 from __future__ import annotations
 
-import copy
 import fnmatch
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
+from compiler.datacopy import deepcopy
 from compiler.errors import (
     BAD_STATE_DATA,
     REQUISITE_CYCLE,
@@ -90,7 +90,7 @@ def _state_args(sid: str, state: str, high: dict) -> set:
 
 class _Compile:
     def __init__(self, high: dict, origins: dict[str, Origin], has_mod_watch: Callable[[str], bool]):
-        self.high = copy.deepcopy(high)
+        self.high = deepcopy(high)
         self.where = _Where(origins)
         self.has_mod_watch = has_mod_watch
         self.errors: list[CompileError] = []
@@ -135,7 +135,7 @@ class _Compile:
                     if str(state).startswith("__"):
                         continue
                     if state not in high[name]:
-                        high[name][state] = copy.deepcopy(run)
+                        high[name][state] = deepcopy(run)
                         continue
                     self._extend_args(high[name][state], run)
 
@@ -152,14 +152,14 @@ class _Compile:
                     argfirst = _first_key(arg)
                     if argfirst == _first_key(val):
                         if argfirst in REQUISITE_KEYWORDS and isinstance(val[argfirst], list):
-                            val[argfirst].extend(copy.deepcopy(arg[argfirst]))
+                            val[argfirst].extend(deepcopy(arg[argfirst]))
                         else:
-                            target[index] = copy.deepcopy(arg)
+                            target[index] = deepcopy(arg)
                         update = True
                     if argfirst == "name" and _first_key(val) == "names":
-                        target[index] = copy.deepcopy(arg)
+                        target[index] = deepcopy(arg)
             if not update:
-                target.append(copy.deepcopy(arg))
+                target.append(deepcopy(arg))
 
     # -- verify ----------------------------------------------------------------------
     def verify(self) -> None:
@@ -396,7 +396,7 @@ class _Compile:
                     continue
                 if names:
                     for name_order, entry in enumerate(names, start=1):
-                        live = copy.deepcopy(chunk)
+                        live = deepcopy(chunk)
                         if isinstance(entry, dict):
                             low_name = next(iter(entry))
                             live["name"] = low_name
@@ -409,7 +409,7 @@ class _Compile:
                         live["fun"] = funcs[0]
                         out.append(live)
                 else:
-                    live = copy.deepcopy(chunk)
+                    live = deepcopy(chunk)
                     live["fun"] = funcs[0]
                     out.append(live)
         return out
