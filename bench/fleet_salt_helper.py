@@ -50,6 +50,7 @@ def main() -> int:
     results = {}
     errors = 0
     start = time.perf_counter()
+    cpu_start = time.process_time()
     for minion_id, grains in minions:
         opts["id"] = minion_id
         opts["grains"] = grains
@@ -74,7 +75,7 @@ def main() -> int:
         if minion_id in sample:
             results[minion_id] = common.canonical(data)
     seconds = time.perf_counter() - start
-    out = {"minions": len(minions), "seconds": seconds, "errors": errors, "results": results,
+    out = {"minions": len(minions), "seconds": seconds, "cpu_seconds": time.process_time() - cpu_start, "errors": errors, "results": results,
            "rss_kib_peak": int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)}
     args.out.write_text(json.dumps(out), encoding="utf-8")
     return 0
