@@ -126,3 +126,19 @@ def test_tracking_does_not_change_the_pillar(fleet_repo: Path) -> None:
         tracked = compiler.compile(minion_id, grains, track=True)
         assert tracked.pillar == plain.pillar
         assert plain.contributions == [] and tracked.contributions
+
+
+def test_a_pillar_override_is_the_last_contribution(fleet_repo: Path) -> None:
+    from runtime import explain
+    from runtime.masking import Masker
+
+    opts = config_mod.load(str(fleet_repo / "saltpan.conf"))
+    grains = {**fleet_grains()["db-0010"], "id": "db-0010"}
+    result = pipeline.pillar_compiler(opts).compile("db-0010", grains, {"postgres": {"max_connections": 42}},
+                                                    track=True)
+    expl = explain.explain(result, "db-0010", ("postgres", "max_connections"))
+    assert [(s.contribution.source, s.value, s.after) for s in expl.steps] == [
+        ("sls", 100, 100), ("sls", 300, 300), ("override", 42, 42)]
+    assert expl.final == 42 and expl.consistent
+    text = explain.to_text(expl, Masker([]))
+    assert "3. pillar override (pillar=... on the command line)" in text
