@@ -194,7 +194,7 @@ def compile_all(args: argparse.Namespace, opts: dict[str, Any], minions: list[st
                          f"{len(minions)} minions of the fleet")
     if printing:
         if fmt == "json":
-            data = {o.minion: o.data for o in outcomes if not o.failed}
+            data = {o.minion: o.data for o in outcomes if o.data is not None}
             print(output.to_json(data if args.all else next(iter(data.values()), {})))
         else:
             for outcome in outcomes:

@@ -81,6 +81,11 @@ def test_failed_minions_are_summarised_with_file_and_line(fleet_repo: Path, caps
     written = read_dir(fleet_repo / "o")
     assert len(written) == FLEET_SIZE - len(failed)
     assert not any(name.startswith("db-") for name in written)
+    code, out, _ = compile_cli(capsys, fleet_repo, "--all", "--out", "json")
+    assert code == 1
+    printed = json.loads(out)
+    assert len(printed) == FLEET_SIZE  # a failed pillar is printed with its _errors, as for one minion
+    assert printed["db-0001"]["_errors"] == ["Rendering SLS 'roles.db' failed. Please see master log for details."]
 
 
 def test_default_fleet_is_the_masters_grains_cache(tmp_path: Path, capsys) -> None:
