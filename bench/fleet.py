@@ -211,9 +211,12 @@ def main(argv: list[str] | None = None) -> int:
         verdict = (f"saltpan's output equals Salt's for {len(theirs[-1]['results'])} sampled minions "
                    f"({', '.join(sorted(theirs[-1]['results']))})" if not problems
                    else f"DIFFERENT from Salt for {len(problems)} sampled minions: {'; '.join(problems)}")
+        busy = salt_cpu / salt_seconds
         notes.append(f"- `--show {show}`: saltpan median of {len(ours)} runs "
                      f"({', '.join(f'{r.seconds:.2f}' for r in ours)} s); Salt {len(theirs)} loop(s), "
-                     f"{errors} Salt errors. {verdict}.")
+                     f"{errors} Salt errors; Salt's loop was on a CPU {busy:.0%} of its wall time (against its "
+                     f"CPU time, {salt_cpu:.1f} s, as if it had a core to itself, the wall ratio is "
+                     f"{salt_cpu / wall:.0f}x). {verdict}.")
         print(f"{show}: saltpan {wall:.2f}s vs Salt {salt_seconds:.1f}s = {ratio:.0f}x; {verdict}", file=sys.stderr)
     load = os.getloadavg()
     body = common.table(["workload", "saltpan", "Salt 3008.3", "ratio", "date", "machine"], rows)
