@@ -86,8 +86,15 @@ class MinionCompiler:
         self.opts = opts
         self.fleet = fleet
         self.request = request
-        self.pillar_compiler = pipeline.pillar_compiler(opts)
-        self.state_compiler = pipeline.state_compiler(opts) if request.show != "pillar" else None
+        from compiler.roots import LocalRoots
+        from runtime.snapshot import SnapshotSource
+
+        # one view of the trees for the whole run: each file read and each saltenv listed once
+        pillar_source = SnapshotSource(LocalRoots(opts.get("pillar_roots") or {}))
+        self.pillar_compiler = pipeline.pillar_compiler(opts, pillar_source)
+        self.state_compiler = None
+        if request.show != "pillar":
+            self.state_compiler = pipeline.state_compiler(opts, SnapshotSource(LocalRoots(opts.get("file_roots") or {})))
         self.masker = Masker.from_opts(opts, request.unmask)
         self.schemas = schemas if request.validate else None
 
