@@ -9,6 +9,7 @@ pillar's ``_errors`` list, and a structured ``CompileError`` with file:line.
 from __future__ import annotations
 
 import copy
+import fnmatch
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -292,7 +293,7 @@ class _PillarRun:
             except CompileError as exc:
                 self.fail(CompileError(exc.kind, exc.message, found.display, include_line))
                 continue
-            for target in top.expand_sls(self.o.source, env, resolved):
+            for target in self.include_targets(env, sub_sls, resolved):
                 if target in chain + [sls]:
                     cycle = " -> ".join(chain + [sls, target])
                     self.fail(CompileError(INCLUDE_CYCLE, f"Include cycle in pillar: {cycle}",
@@ -313,6 +314,27 @@ class _PillarRun:
         if own_contribution:
             self.contributions.append(own_contribution)
         return state if merged is None else self.merge(merged, state)
+
+    def include_targets(self, env: str, name: str, resolved: str) -> list[str]:
+        """The sls an include entry names, as Salt finds them.
+
+        Salt first looks the name up with its leading dots stripped and '/' read as '.'
+        (so `.shared` also includes a top-level `shared`, and `apps/common` is `apps.common`),
+        then looks up the resolved relative name; globs expand in both lookups.
+        """
+        targets: list[str] = []
+        if name.startswith(".") or "/" in name:
+            targets.extend(self.existing_sls(env, name.lstrip(".").replace("/", ".")))
+        targets.extend(t for t in self.existing_sls(env, resolved) if t not in targets)
+        return targets or [resolved]
+
+    def existing_sls(self, env: str, pattern: str) -> list[str]:
+        if any(ch in pattern for ch in "*?["):
+            return fnmatch.filter(top.list_sls(self.o.source, env), pattern)
+        try:
+            return [pattern] if pattern and find_sls(self.o.source, env, pattern) is not None else []
+        except CompileError:
+            return [pattern]  # rendering it reports the error
 
     # -- ext_pillar -------------------------------------------------------------------
     def ext_pillar(self, pillar: dict) -> dict:
