@@ -115,7 +115,7 @@ def show(env: Any, what: str, mods: list[str] | None = None, saltenv: str | None
             pillar_data.get("_errors") or [str(e) for e in errors]))
     runner = StateRunner(env, pillar_data)
     result = pipeline.compile_states(env.opts, env.opts.get("id") or "", env.grains, pillar_data, what,
-                                     compiler=runner.compiler, mods=mods, saltenv=saltenv)
+                                     compiler=runner.compiler, mods=mods, saltenv=saltenv, all_errors=True)
     if result.errors:
         return [e.salt_message() for e in result.errors]
     return result.data

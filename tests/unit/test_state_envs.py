@@ -41,3 +41,17 @@ def test_include_of_an_env_left_out_of_env_order(tmp_path) -> None:
     result = compile_states(_opts(tmp_path, ["base", "qa"], env_order=["base"]), "web01", {}, {}, "highstate")
     assert [e.message for e in result.errors] == ["Nonexistent saltenv 'qa' found in include of 'lib' within SLS "
                                                   "'base:main'"]
+
+
+def test_show_lowstate_adds_extend_errors_to_render_errors(tmp_path) -> None:
+    write_tree(tmp_path, {
+        "base/top.sls": "base:\n  '*':\n    - present\n    - not_there\n",
+        "base/present.sls": "extend:\n  ghost:\n    test.nop:\n      - x: 1\npresent:\n  test.nop: []\n",
+    })
+    opts = _opts(tmp_path, ["base"])
+    applied = compile_states(opts, "web01", {}, {}, "lowstate")
+    assert [e.message for e in applied.errors] == ["No matching sls found for 'not_there' in env 'base'"]
+    shown = compile_states(opts, "web01", {}, {}, "lowstate", all_errors=True)
+    assert [e.message for e in shown.errors][0] == "No matching sls found for 'not_there' in env 'base'"
+    assert shown.errors[1].message.startswith("Cannot extend ID 'ghost' in 'base:present'")
+    assert len(shown.errors) == 2
