@@ -115,7 +115,6 @@ class _Session:
             "pillar": self.pillar,
             "salt": self._salt,
             "saltenv": source_file.saltenv,
-            "env": source_file.saltenv,
             "id": self.minion_id,
         }
         ctx.update(template_vars(source_file, sls))

@@ -126,7 +126,6 @@ class _PillarRun:
             "pillar": self.template_pillar,
             "salt": self.salt_table(),
             "saltenv": source_file.saltenv,
-            "env": source_file.saltenv,
             "id": self.minion_id,
         }
         ctx.update(template_vars(source_file, sls))
