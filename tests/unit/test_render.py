@@ -326,6 +326,8 @@ def test_a_function_outside_the_table_is_a_clear_error(tmp_path) -> None:
     ("'abc123def' | regex_search('([0-9]+)([a-z]+)') | json", ["123", "def"]),
     ("'abc123' | regex_match('[a-z]+([0-9]+)') | json", ["123"]),
     ("'abc123' | regex_match('[0-9]+') | json", None),
+    ("'abc123def' | regex_search('[0-9]+') | json", ["123"]),  # no groups: the whole match
+    ("'abc123' | regex_match('[a-z]+') | json", ["abc"]),
     ("'a1b22c' | regex_replace('[0-9]+', '#')", "a#b#c"),
     ("[1, [2, [3, None]], 4] | flatten | json", [1, 2, 3, 4]),
     ("[1, [2, [3, None]], 4] | flatten(preserve_nulls=True) | json", [1, 2, 3, None, 4]),
