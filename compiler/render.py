@@ -166,8 +166,8 @@ class Renderer:
             out = tmpl.render(context)
         except Exception as exc:  # noqa: BLE001 - any template failure is a render error
             raise jinja_error(exc, source_file.display) from None
-        if text.endswith("\n") and not out.endswith("\n"):
-            out += "\n"
+        if text.endswith("\n"):
+            out += "\n"  # Jinja drops the template's final newline; Salt adds it back
         return out
 
     def render_text(self, text: str, saltenv: str, relpath: str, display: str, context: Mapping[str, Any],

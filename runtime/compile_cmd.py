@@ -46,9 +46,20 @@ def fleet_grains(opts: Mapping[str, Any], minion_id: str, fleet: str | None = No
     from runtime import fleet as fleet_mod
 
     source = fleet or opts.get("fleet_file")
+    if fleet and not os.path.exists(fleet):
+        raise UsageError(f"fleet source {fleet} does not exist")
     if not source or not os.path.exists(source):
         return {}
-    return dict(fleet_mod.load_fleet(source).get(minion_id) or {})
+    try:
+        minions = fleet_mod.load_fleet(source)
+    except fleet_mod.FleetError as exc:
+        raise UsageError(str(exc)) from None
+    if minion_id not in minions:
+        if fleet:
+            raise UsageError(f"minion {minion_id!r} is not in the fleet {source} "
+                             f"(it has {len(minions)} minions, e.g. {', '.join(sorted(minions)[:3])})")
+        return {}
+    return dict(minions[minion_id] or {})
 
 
 def minion_grains(opts: Mapping[str, Any], minion_id: str, grains_file: str | None,

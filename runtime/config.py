@@ -39,6 +39,9 @@ OPTIONS: dict[str, Option] = {
     "id": Option(None, "str", "minion", "Minion id. Defaults to the host name (the FQDN)."),
     "grains": Option({}, "dict", "minion", "Static grains merged over the core grains."),
     "grains_file": Option(None, "path", "minion", "A YAML file of extra grains (Salt's /etc/salt/grains)."),
+    "fleet_file": Option(None, "path", "both",
+                         "saltpan: a fleet file or directory of grains per minion, used by `saltpan compile` "
+                         "(--minion and --all) when no --fleet is given."),
     # trees
     "pillar_roots": Option({"base": ["/srv/pillar"]}, "roots", "both",
                            "Pillar tree per saltenv: {env: [dir, ...]}."),

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from compiler.requisites import Lowstate, tag
+from runtime import cmdrun
 from runtime.states import StateContext, lookup
 
 log = logging.getLogger(__name__)
@@ -42,10 +43,6 @@ INTERNAL_KEYS = frozenset({
 })
 # States that evaluate unless/onlyif/creates themselves (Salt: they have mod_run_check).
 OWN_RUN_CHECK = frozenset({"cmd"})
-RUN_CHECK_CMD_ARGS = ("cwd", "root", "runas", "env", "prepend_path", "umask", "timeout", "success_retcodes",
-                      "shell")
-
-RetcodeRunner = Callable[..., int]
 
 
 def _now() -> datetime.datetime:
@@ -63,7 +60,8 @@ class Executor:
 
     lowstate: Lowstate
     make_context: Callable[[dict, bool], StateContext]
-    run_retcode: RetcodeRunner
+    grains: Mapping[str, Any] = field(default_factory=dict)
+    functions: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
     test: bool = False
     failhard: bool = False
     running: dict[str, dict] = field(default_factory=dict)
@@ -222,25 +220,31 @@ class Executor:
         if func is None:
             ret = {"result": False, "name": low.get("name"), "changes": {},
                    "comment": f"State '{low['state']}.{low['fun']}' was not found in SLS '{low.get('__sls__')}'"}
-            if prereq:
-                return ret
-            return self.finish(ret, low, start)
+            return self.verify_failure(ret, prereq)
         missing = _missing_params(func, low)
         if missing:
             ret = {"result": False, "name": low.get("name"), "changes": {},
                    "comment": "\n".join(f"Missing parameter {p} for state {low['state']}.{low['fun']}"
                                         for p in missing)}
-            return ret if prereq else self.finish(ret, low, start)
+            return self.verify_failure(ret, prereq)
         ret: dict[str, Any] = {"result": False, "name": low["name"], "changes": {}}
         try:
-            if low["state"] not in OWN_RUN_CHECK and any(k in low for k in ("unless", "onlyif", "creates")):
-                ret.update(self.run_check(low))
-            if "result" not in ret or ret["result"] is False:
+            outcome = None
+            if low["state"] not in OWN_RUN_CHECK:
+                outcome = cmdrun.evaluate_conditions(low, self.grains, self.functions)
+            if outcome is not None and outcome.skip:
+                ret = {"result": True, "name": low["name"], "changes": {}, "comment": outcome.comment,
+                       "skip_watch": outcome.skip_watch}
+            else:
                 ctx = self.make_context(low, test)
                 ctx.low = low
-                ctx.running = self.running
+                ctx.lowstate = self.lowstate.chunks
+                ctx.watch_changes = self.watch_changes(low)
                 kwargs = {k: v for k, v in low.items() if k not in INTERNAL_KEYS and not k.startswith("__")
                           and k != "name"}
+                if outcome is not None:
+                    for key in cmdrun.CHECK_KEYS:
+                        kwargs.pop(key, None)
                 old_umask = os.umask(low["__umask__"]) if "__umask__" in low else None
                 try:
                     ret = func(ctx, low["name"], **kwargs)
@@ -262,6 +266,12 @@ class Executor:
         ret = self.finish(ret, low, start)
         if "retry" in low and not test:
             ret = self.retry(low, ret, attempt)
+        return ret
+
+    def verify_failure(self, ret: dict, prereq: bool) -> dict:
+        """A chunk that cannot run at all (unknown function, missing argument): Salt's bare shape."""
+        if not prereq:
+            ret["__run_num__"] = self.next_run_num()
         return ret
 
     def retry(self, low: dict, ret: dict, attempt: int) -> dict:
@@ -287,72 +297,15 @@ class Executor:
         ret["__id__"] = low["__id__"]
         return ret
 
-    def run_check(self, low: dict) -> dict:
-        """Global unless / onlyif / creates (for states that do not check them themselves)."""
-        ret: dict[str, Any] = {"result": False, "comment": []}
-        opts = {k: low.get(k) for k in RUN_CHECK_CMD_ARGS if low.get(k) is not None}
-        if "onlyif" in low:
-            part = self._onlyif(low["onlyif"], opts)
-            ret["result"] = part["result"]
-            ret["comment"].append(part["comment"])
-            if "skip_watch" in part:
-                ret["skip_watch"] = part["skip_watch"]
-        if "unless" in low:
-            part = self._unless(low["unless"], opts)
-            ret["result"] = part["result"] or ret["result"]
-            ret["comment"].append(part["comment"])
-            if "skip_watch" in part:
-                ret["skip_watch"] = part["skip_watch"] or ret.get("skip_watch", False)
-        if "creates" in low:
-            creates = low["creates"]
-            paths = creates if isinstance(creates, list) else [creates]
-            if all(isinstance(p, str) and os.path.exists(p) for p in paths):
-                ret["result"] = True
-                ret["comment"].append(f"{creates} exists" if isinstance(creates, str) else
-                                      "All files in creates exist")
-                ret["skip_watch"] = True
-            else:
-                ret["comment"].append("Creates files not found")
-        for k in ("__sls__", "__id__", "name"):
-            ret[k] = low.get(k)
-        return ret
-
-    def _retcode(self, command: str, opts: Mapping[str, Any]) -> int:
-        try:
-            return self.run_retcode(command, **opts)
-        except Exception:  # noqa: BLE001
-            return 100
-
-    def _onlyif(self, spec: Any, opts: Mapping[str, Any]) -> dict:
-        ret: dict[str, Any] = {"result": False}
-        for entry in spec if isinstance(spec, list) else [spec]:
-            if isinstance(entry, bool):
-                code = 0 if entry else 1
-            elif isinstance(entry, str):
-                code = self._retcode(entry, opts)
-            else:
-                return {"result": False, "comment": "onlyif execution failed, bad type passed"}
-            if code != 0:
-                return {"result": True, "comment": "onlyif condition is false", "skip_watch": True}
-            ret.update({"comment": "onlyif condition is true", "result": False})
-        return ret
-
-    def _unless(self, spec: Any, opts: Mapping[str, Any]) -> dict:
-        ret: dict[str, Any] = {"result": False}
-        for entry in spec if isinstance(spec, list) else [spec]:
-            if isinstance(entry, bool):
-                code = 0 if entry else 1
-            elif isinstance(entry, str):
-                code = self._retcode(entry, opts)
-            else:
-                return {"result": False, "comment": "unless condition is false, bad type passed"}
-            if code == 0:
-                ret.update({"comment": "unless condition is true", "skip_watch": True, "result": True})
-            else:
-                ret.pop("skip_watch", None)
-                ret.update({"comment": "unless condition is false", "result": False})
-                return ret
-        return ret
+    def watch_changes(self, low: dict) -> list[str]:
+        """'state: id' of each watched requisite that changed (what test.mod_watch reports)."""
+        reqs = low.get("__reqs__") or {}
+        out = []
+        for chunk in reqs.get("watch", []) + reqs.get("watch_any", []):
+            ret = self.running.get(tag(chunk))
+            if ret and ret.get("changes"):
+                out.append(f"{chunk['state']}: {chunk['__id__']}")
+        return out
 
     # -- listen ------------------------------------------------------------------
     def call_listen(self) -> None:

@@ -14,7 +14,7 @@ from compiler.errors import CompileError
 from compiler.render import Renderer
 from compiler.requisites import Lowstate, Run, order_chunks
 from compiler.salt_functions import build as build_functions
-from runtime import cmdexec, pipeline
+from runtime import pipeline
 from runtime.executor import Executor
 from runtime.states import StateContext
 
@@ -65,7 +65,7 @@ class StateRunner:
 
     def execute(self, lowstate: Lowstate, test: bool) -> dict[str, dict]:
         failhard = bool(self.opts.get("failhard", False))
-        executor = Executor(lowstate, self.context, cmdexec.retcode, test=test, failhard=failhard)
+        executor = Executor(lowstate, self.context, self.env.grains, self.functions, test=test, failhard=failhard)
         return executor.apply()
 
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
-from runtime import cmdexec
+from runtime import cmdrun
 
 __all__ = ["run", "run_all", "retcode", "shell", "run_stdout"]
 
@@ -13,9 +14,14 @@ def run_all(env: Any, cmd: str, cwd: str | None = None, runas: str | None = None
             env_vars: dict | None = None, timeout: float | None = None, python_shell: bool = True,
             stdin: str | None = None, **kwargs: Any) -> dict[str, Any]:
     """Run cmd; return {pid, retcode, stdout, stderr}."""
-    extra_env = kwargs.get("env") if isinstance(kwargs.get("env"), dict) else env_vars
-    res = cmdexec.run(cmd, cwd=cwd, runas=runas, shell=shell, env=extra_env, timeout=timeout, stdin=stdin,
-                      python_shell=python_shell)
+    extra_env = kwargs.get("env") if isinstance(kwargs.get("env"), (dict, list)) else env_vars
+    try:
+        res = cmdrun.run(cmd if python_shell else shlex.split(cmd), cwd=cwd, runas=runas, shell=shell, env=extra_env,
+                         timeout=timeout, stdin=stdin, umask=kwargs.get("umask"), grains=env.grains)
+    except cmdrun.CommandError as exc:
+        from runtime.modules import CommandError
+
+        raise CommandError(str(exc)) from None
     return {"pid": res.pid, "retcode": res.retcode, "stdout": res.stdout, "stderr": res.stderr}
 
 

@@ -25,7 +25,7 @@ Salt's result shape::
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,14 +44,19 @@ class StateContext:
     sls: str | None = None
     # fetch_file(url, saltenv) -> (text_or_bytes, display_path, mode_or_None) or None when missing
     fetch_file: Callable[[str, str], tuple[bytes, str, int | None] | None] | None = None
-    # render_template(text, engine, context, display) -> str  (engine: "jinja")
+    # render_template(text, engine, context, display) -> str  (engine: "jinja"); context holds the
+    # state's defaults+context; the renderer adds grains/pillar/salt/opts/saltenv/sls and, like
+    # Salt's, keeps a template's final newline (jinja2 itself drops it)
     render_template: Callable[[str, str, Mapping[str, Any], str], str] | None = None
     # execution-module function table (cmd.run, ...), for states that call modules
     functions: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
-    # the low chunk being run (mod_watch reads low["sfun"] and low["__reqs__"]: {req_type: [chunks]})
+    # the low chunk being run, requisites included (file.directory's clean reads ``require``)
     low: Mapping[str, Any] = field(default_factory=dict)
-    # results so far, keyed by state tag (mod_watch looks up which watched states changed)
-    running: Mapping[str, dict] = field(default_factory=dict)
+    # every low chunk of the run (file.directory's clean keeps files named by required states)
+    lowstate: Sequence[Mapping[str, Any]] = ()
+    # for mod_watch: "state: __id__" of each watched requisite that reported changes
+    # (test.mod_watch reports them under the changes key "Requisites with changes")
+    watch_changes: Sequence[str] = ()
 
 
 StateFunction = Callable[..., dict]

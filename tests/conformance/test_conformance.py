@@ -10,7 +10,7 @@ import pytest
 
 from tests.conformance import oracle
 
-IMPLEMENTED_CHECKS = {"pillar", "top", "highstate", "lowstate"}
+IMPLEMENTED_CHECKS = {"pillar", "top", "highstate", "lowstate", "apply_test", "apply"}
 
 
 def _params() -> list:

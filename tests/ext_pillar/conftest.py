@@ -19,7 +19,6 @@ import os
 import pwd
 import secrets
 import shutil
-import socket
 import subprocess
 import tempfile
 import threading
@@ -256,10 +255,7 @@ def cobbler() -> Iterator[CobblerServer]:
 # -- PostgreSQL -------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from tests.netutil import free_port  # noqa: E402  (shared with other suites)
 
 
 def _pg_bindir() -> str | None:

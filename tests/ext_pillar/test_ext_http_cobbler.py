@@ -7,10 +7,10 @@ import json
 import time
 
 import pytest
-from conftest import free_port
 from ext_pillar_helpers import compile_pillar, make_opts
 
 from ext_pillar import DriverError, cobbler, http_json, http_yaml
+from tests.netutil import free_port
 
 # -- http_json / http_yaml ----------------------------------------------------------------------
 

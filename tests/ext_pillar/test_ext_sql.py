@@ -233,7 +233,7 @@ def test_postgres_wrong_password(tmp_path, pg):
 
 
 def test_postgres_server_down(tmp_path, pg):
-    from conftest import free_port
+    from tests.netutil import free_port
 
     port = free_port()
     opts = make_opts(tmp_path, postgres=pg.settings() | {"port": port}, ext_pillar=[{"postgres": ["SELECT 1, %s"]}])

@@ -1,0 +1,177 @@
+"""Bounded msgpack encoding and decoding, and the ``{"enc", "load"}`` envelope.
+
+Every byte string that arrives from a socket goes through :func:`unpack` (or
+:func:`unpack_envelope`), which refuses, with a :class:`DecodeError` naming its
+``reason``:
+
+- ``too_large``  the message is longer than ``Limits.max_size``;
+- ``too_long``   a string, byte string, array or map declares more items than allowed
+                 (checked by the C decoder before anything is allocated);
+- ``too_deep``   containers nest deeper than ``Limits.max_depth``;
+- ``ext_type``   any msgpack extension type, timestamps included;
+- ``bad_key``    a map key that is not str, bytes or int (bool, float, None, arrays);
+- ``malformed``  truncated data, trailing bytes, invalid UTF-8, reserved type bytes;
+- ``bad_envelope`` (envelope only) not ``{"enc": "clear"|"aes", "load": ...}``.
+
+Strings decode to ``str`` (``raw=False``) and byte strings to ``bytes``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import msgpack
+
+ENC_CLEAR = "clear"
+ENC_AES = "aes"
+ENCODINGS = (ENC_CLEAR, ENC_AES)
+
+DECODE_REASONS = ("too_large", "too_long", "too_deep", "ext_type", "bad_key", "malformed", "bad_envelope")
+
+
+class DecodeError(ValueError):
+    """Refused input.  ``reason`` is one of ``DECODE_REASONS``; ``str(err)`` is a sentence for logs."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+        self.detail = detail
+
+
+class EncodeError(TypeError):
+    """An object that msgpack cannot encode (a bug in the sender, never peer input)."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_size: int = 16 * 1024 * 1024   # whole message, bytes (config max_message_size)
+    max_items: int = 1_000_000         # items in one array or map
+    max_depth: int = 64                # nesting of arrays and maps (the top container is depth 1)
+
+
+DEFAULT_LIMITS = Limits()
+# Small inner structures (envelope headers, auth loads) get tight limits.
+HEADER_LIMITS = Limits(max_size=4096, max_items=32, max_depth=2)
+
+
+def _refuse_ext(code: int, data: bytes) -> Any:
+    raise DecodeError("ext_type", f"msgpack extension type {code} is not accepted")
+
+
+def pack(obj: Any) -> bytes:
+    """msgpack-encode ``obj`` (str as str, bytes as bin; tuples become arrays)."""
+    try:
+        return msgpack.packb(obj, use_bin_type=True, datetime=False)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise EncodeError(f"cannot encode {type(obj).__name__} as msgpack: {exc}") from None
+
+
+def _check_structure(obj: Any, max_depth: int) -> None:
+    """Iterative walk: depth of containers, map key types, no extension objects."""
+    if not isinstance(obj, (dict, list)):
+        if isinstance(obj, (msgpack.ExtType, msgpack.Timestamp)):
+            raise DecodeError("ext_type", "msgpack extension types are not accepted")
+        return
+    stack: list[tuple[Any, int]] = [(obj, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > max_depth:
+            raise DecodeError("too_deep", f"containers nest deeper than {max_depth} levels")
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if not isinstance(key, (str, bytes, int)) or isinstance(key, bool):
+                    raise DecodeError("bad_key", f"map key of type {type(key).__name__} "
+                                                 "(only str, bytes and int keys are accepted)")
+                if isinstance(value, (dict, list)):
+                    stack.append((value, depth + 1))
+                elif isinstance(value, (msgpack.ExtType, msgpack.Timestamp)):
+                    raise DecodeError("ext_type", "msgpack extension types are not accepted")
+        else:
+            for value in node:
+                if isinstance(value, (dict, list)):
+                    stack.append((value, depth + 1))
+                elif isinstance(value, (msgpack.ExtType, msgpack.Timestamp)):
+                    raise DecodeError("ext_type", "msgpack extension types are not accepted")
+
+
+def unpack(data: bytes | bytearray | memoryview, limits: Limits = DEFAULT_LIMITS) -> Any:
+    """Decode one msgpack object from ``data`` within ``limits``; raise :class:`DecodeError` otherwise."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise DecodeError("malformed", f"expected bytes, got {type(data).__name__}")
+    size = len(data)
+    if size > limits.max_size:
+        raise DecodeError("too_large", f"message of {size} bytes exceeds the limit of {limits.max_size}")
+    if size == 0:
+        raise DecodeError("malformed", "empty message")
+    # A declared length can never honestly exceed what the buffer holds: an array item takes at
+    # least one byte and a map pair two.  Bounding by the buffer stops pre-allocation attacks.
+    try:
+        obj = msgpack.unpackb(
+            data, raw=False, strict_map_key=False, use_list=True, timestamp=0,
+            ext_hook=_refuse_ext, max_ext_len=0,
+            max_str_len=size, max_bin_len=size,
+            max_array_len=min(limits.max_items, size), max_map_len=min(limits.max_items, size // 2),
+        )
+    except DecodeError:
+        raise
+    except msgpack.ExtraData:
+        raise DecodeError("malformed", "trailing bytes after the message") from None
+    except msgpack.StackError:
+        raise DecodeError("too_deep", f"containers nest deeper than {limits.max_depth} levels") from None
+    except UnicodeDecodeError:
+        raise DecodeError("malformed", "a string is not valid UTF-8") from None
+    except ValueError as exc:
+        text = str(exc)
+        if "exceeds max_ext_len" in text:
+            raise DecodeError("ext_type", "msgpack extension types are not accepted") from None
+        if "exceeds max_" in text:
+            raise DecodeError("too_long", f"declared length too large ({text})") from None
+        raise DecodeError("malformed", f"not valid msgpack ({text or 'truncated'})") from None
+    except TypeError as exc:  # e.g. an array used as a map key (unhashable)
+        raise DecodeError("bad_key", f"unusable map key ({exc})") from None
+    except Exception as exc:  # msgpack's FormatError and friends
+        raise DecodeError("malformed", f"not valid msgpack ({type(exc).__name__}: {exc})") from None
+    _check_structure(obj, limits.max_depth)
+    return obj
+
+
+@dataclass(frozen=True)
+class Envelope:
+    enc: str
+    load: Any
+
+
+def pack_envelope(enc: str, load: Any) -> bytes:
+    """Encode ``{"enc": enc, "load": load}`` with ``enc`` first (see :func:`envelope_kind`)."""
+    if enc not in ENCODINGS:
+        raise EncodeError(f"unknown envelope encoding {enc!r}")
+    return pack({"enc": enc, "load": load})
+
+
+def unpack_envelope(data: bytes, limits: Limits = DEFAULT_LIMITS) -> Envelope:
+    """Decode and check an envelope: a map of exactly ``enc`` and ``load``; a clear load is a map."""
+    obj = unpack(data, limits)
+    if not isinstance(obj, dict) or set(obj) != {"enc", "load"}:
+        raise DecodeError("bad_envelope", 'expected a map with exactly the keys "enc" and "load"')
+    enc = obj["enc"]
+    if enc not in ENCODINGS:
+        raise DecodeError("bad_envelope", f'"enc" must be "clear" or "aes", got {str(enc)[:40]!r}')
+    if not isinstance(obj["load"], dict):
+        raise DecodeError("bad_envelope", f'"load" must be a map, got {type(obj["load"]).__name__}')
+    return Envelope(enc, obj["load"])
+
+
+_AES_PREFIX = pack({"enc": ENC_AES, "load": None})[:9]  # fixmap(2) "enc" "aes"
+
+
+def envelope_kind(data: bytes) -> str:
+    """Cheap classification without decoding: ``"aes"`` if ``data`` starts like an aes envelope
+    packed by :func:`pack_envelope`, else ``"clear"`` (anything unknown counts as clear, so rate
+    limits meant for clear commands cannot be dodged with odd encodings)."""
+    return ENC_AES if data[:9] == _AES_PREFIX else ENC_CLEAR
+
+
+def error_load(reason: str, message: str) -> dict[str, Any]:
+    """The clear load a server answers a refused request with: ``{"error": {"reason", "message"}}``."""
+    return {"error": {"reason": reason, "message": message}}

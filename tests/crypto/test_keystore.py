@@ -1,0 +1,162 @@
+"""The key store: Salt's directories and salt-key semantics, modes, id validation, flood limit."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+
+from runtime.crypt.errors import KeyFileError
+from runtime.crypt.identity import Identity, fingerprint, public_to_pem
+from runtime.master.keys import (
+    ACCEPTED,
+    DENIED,
+    PENDING,
+    REJECTED,
+    FileKeyStore,
+    InvalidMinionId,
+    id_problem,
+    valid_id,
+)
+
+
+def pub() -> bytes:
+    return Identity.generate().public_raw
+
+
+@pytest.fixture
+def store(tmp_path):
+    return FileKeyStore(str(tmp_path / "pki"), max_pending=5)
+
+
+def mode(path) -> int:
+    return stat.S_IMODE(os.lstat(path).st_mode)
+
+
+def test_layout_and_modes(store, tmp_path):
+    key = pub()
+    store.admit("web1", key)
+    pki = tmp_path / "pki"
+    assert mode(pki) == 0o700
+    for status in (ACCEPTED, PENDING, REJECTED, DENIED):
+        assert mode(pki / status) == 0o700
+    assert mode(pki / PENDING / "web1") == 0o600
+    assert (pki / PENDING / "web1").read_bytes() == public_to_pem(key)
+    store.accept("web1")
+    assert mode(pki / ACCEPTED / "web1") == 0o600
+    assert not (pki / PENDING / "web1").exists()
+
+
+def test_admit_matrix(store):
+    k1, k2 = pub(), pub()
+    assert store.admit("a", k1) == "pending"
+    assert store.admit("a", k1) == "pending"
+    assert store.admit("a", k2) == "denied"              # pending with another key
+    assert store.denied_key("a").public_raw == k2
+    assert store.lookup("a").public_raw == k1            # the pending key is untouched
+    assert store.admit("a", k1, auto_accept=True) == "accepted"
+    assert store.lookup("a").status == ACCEPTED
+    assert store.admit("a", k1) == "accepted"
+    assert store.admit("a", k2) == "denied"              # accepted with another key
+    assert store.is_accepted("a", k1) and not store.is_accepted("a", k2)
+    assert store.admit("b", k1, auto_accept=True) == "accepted"
+    store.reject("b", include_accepted=True)
+    assert store.admit("b", k1) == "rejected"
+    assert store.admit("b", k2) == "rejected"
+    assert store.admit("b", k1, auto_accept=True) == "rejected"  # rejected wins over auto_accept
+
+
+def test_pending_flood_limit(store):
+    for i in range(5):
+        assert store.admit(f"m{i}", pub()) == "pending"
+    assert store.admit("m5", pub()) == "pending_full"
+    assert "m5" not in store.list_keys()[PENDING]
+    assert store.admit("m0", store.lookup("m0").public_raw) == "pending"   # known ids still answered
+    assert store.admit("new", pub(), auto_accept=True) == "accepted"       # auto_accept does not pend
+    store.accept("m0")
+    assert store.admit("m6", pub()) == "pending"
+
+
+def test_list_accept_reject_delete_with_globs_and_lists(store):
+    for name in ("web1", "web2", "db1"):
+        store.admit(name, pub())
+    assert store.list_keys() == {ACCEPTED: [], PENDING: ["db1", "web1", "web2"], REJECTED: [], DENIED: []}
+    assert store.accept("web*") == {PENDING: ["web1", "web2"]}
+    assert store.accept("web*") == {}                    # nothing pending matches any more
+    assert store.reject("db1,nothere") == {PENDING: ["db1"]}
+    assert store.reject("web1") == {}                    # accepted keys need include_accepted
+    assert store.reject("web1", include_accepted=True) == {ACCEPTED: ["web1"]}
+    assert store.accept("db1") == {}                     # rejected keys need include_rejected
+    assert store.accept("db1", include_rejected=True) == {REJECTED: ["db1"]}
+    assert store.list_keys() == {ACCEPTED: ["db1", "web2"], PENDING: [], REJECTED: ["web1"], DENIED: []}
+    assert store.delete("*1") == {ACCEPTED: ["db1"], REJECTED: ["web1"]}
+    assert store.list_keys()[ACCEPTED] == ["web2"]
+
+
+def test_accept_all_pending(store):
+    for name in ("a", "b", "c"):
+        store.admit(name, pub())
+    assert store.accept("*") == {PENDING: ["a", "b", "c"]}
+
+
+def test_denied_key_can_be_accepted_explicitly_and_deleted(store):
+    k1, k2 = pub(), pub()
+    store.admit("a", k1, auto_accept=True)
+    store.admit("a", k2)
+    assert store.list_keys()[DENIED] == ["a"]
+    assert store.accept("a") == {}
+    assert store.accept("a", include_denied=True) == {DENIED: ["a"]}
+    assert store.is_accepted("a", k2) and store.list_keys()[DENIED] == []
+    store.admit("a", k1)
+    assert store.delete("a") == {ACCEPTED: ["a"], DENIED: ["a"]}
+    assert store.lookup("a") is None and store.denied_key("a") is None
+
+
+def test_finger_and_print(store):
+    k1, k2 = pub(), pub()
+    store.admit("web1", k1, auto_accept=True)
+    store.admit("web2", k2)
+    assert store.finger("web*") == {ACCEPTED: {"web1": fingerprint(k1)}, PENDING: {"web2": fingerprint(k2)}}
+    assert store.print_keys("web1") == {ACCEPTED: {"web1": public_to_pem(k1).decode()}}
+
+
+@pytest.mark.parametrize("bad", ["", ".", "..", "../etc", "a/b", "a\\b", "a\0b", "tab\there", "x" * 256,
+                                 "\x7f", ".tmp-x", "\ud800", 5, None])
+def test_invalid_ids(store, bad):
+    assert not valid_id(bad) and id_problem(bad)
+    with pytest.raises(InvalidMinionId):
+        store.admit(bad, pub())
+    assert not store.is_accepted(bad, pub())
+
+
+@pytest.mark.parametrize("good", ["web1", "web-1.example.com", "Web_1", ".hidden", "ü-host", "a b", "x" * 255])
+def test_valid_ids(good):
+    assert valid_id(good)
+
+
+def test_traversal_never_escapes(store, tmp_path):
+    with pytest.raises(InvalidMinionId):
+        store.admit("../../evil", pub())
+    assert not (tmp_path / "evil").exists()
+    assert store.accept("../*") == {}
+
+
+def test_planted_symlink_is_refused(store, tmp_path):
+    target = tmp_path / "outside.pem"
+    target.write_bytes(public_to_pem(pub()))
+    os.symlink(target, tmp_path / "pki" / ACCEPTED / "evil")
+    with pytest.raises(KeyFileError):
+        store.lookup("evil")
+    assert "evil" not in store.list_keys()[ACCEPTED]  # listings skip non-files
+
+
+def test_garbage_key_file_is_an_error_naming_it(store, tmp_path):
+    (tmp_path / "pki" / PENDING / "junk").write_text("nope")
+    with pytest.raises(KeyFileError, match="junk"):
+        store.lookup("junk")
+
+
+def test_temp_files_are_not_listed(store, tmp_path):
+    (tmp_path / "pki" / PENDING / ".tmp-abc").write_text("x")
+    assert store.list_keys()[PENDING] == []

@@ -1,0 +1,201 @@
+"""The ReqServer proxy with real REP workers: framing, peer address, malformed frames, rate limits,
+and one sealed request delivered to two worker processes at once being processed once."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import threading
+import time
+
+import pytest
+import zmq
+
+from runtime import codec
+from runtime.crypt.channel import ServerChannel
+from runtime.crypt.errors import CryptoError
+from runtime.master.sessions import SQLiteSessionStore
+from runtime.transport import (
+    ClearRateLimit,
+    RequestClient,
+    RequestProxy,
+    TokenBucketLimiter,
+    bind,
+    ipc_address,
+    make_socket,
+    recv_request,
+    send_reply,
+    tcp_address,
+)
+
+
+class ReqServer:
+    """Frontend ROUTER on 127.0.0.1:free port, backend DEALER on workers.ipc, proxy thread."""
+
+    def __init__(self, ctx, sock_dir, admit=None):
+        self.frontend = make_socket(ctx, zmq.ROUTER)
+        self.endpoint = bind(self.frontend, tcp_address("127.0.0.1", 0))
+        self.backend = make_socket(ctx, zmq.DEALER)
+        self.workers = ipc_address(sock_dir, "workers.ipc")
+        bind(self.backend, self.workers)
+        self.proxy = RequestProxy(self.frontend, self.backend, admit=admit)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.proxy.run, args=(self.stop,), daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.stop.set()
+        self.thread.join(5)
+        self.frontend.close(linger=0)
+        self.backend.close(linger=0)
+
+
+def echo_worker(ctx, address, stop):
+    sock = make_socket(ctx, zmq.REP)
+    sock.connect(address)
+    while not stop.is_set():
+        request = recv_request(sock, 50)
+        if request is None:
+            continue
+        send_reply(sock, request.rid, codec.pack_envelope("clear", {"peer": request.peer, "body": request.body}))
+    sock.close(linger=0)
+
+
+@pytest.fixture
+def reqserver(ctx, tmp_path):
+    made = []
+
+    def start(admit=None, workers=1):
+        server = ReqServer(ctx, str(tmp_path / "sock"), admit)
+        stop = threading.Event()
+        threads = [threading.Thread(target=echo_worker, args=(ctx, server.workers, stop), daemon=True)
+                   for _ in range(workers)]
+        for thread in threads:
+            thread.start()
+        made.append((server, stop, threads))
+        return server
+
+    yield start
+    for server, stop, threads in made:
+        stop.set()
+        for thread in threads:
+            thread.join(5)
+        server.close()
+
+
+def test_round_trip_with_peer_address(ctx, reqserver):
+    server = reqserver()
+    with RequestClient(server.endpoint, ctx=ctx, timeout=2) as client:
+        reply = codec.unpack_envelope(client.request(b"payload")).load
+    assert reply == {"peer": "127.0.0.1", "body": b"payload"}
+    assert server.proxy.stats.forwarded == 1 and server.proxy.stats.replies == 1
+
+
+def test_malformed_frames_are_dropped_and_service_continues(ctx, reqserver):
+    server = reqserver()
+    raw = make_socket(ctx, zmq.DEALER)
+    raw.connect(server.endpoint)
+    raw.send_multipart([b"no delimiter"])
+    raw.send_multipart([b"", b"short-rid", b"body"])
+    raw.send_multipart([b"", b"12345678"])                    # no body
+    raw.send_multipart([b"", b"12345678", b"body", b"extra"])
+    raw.send_multipart([b""] + [b"x"] * 200)                  # too many frames
+    with RequestClient(server.endpoint, ctx=ctx, timeout=2) as client:
+        assert codec.unpack_envelope(client.request(b"still here")).load["body"] == b"still here"
+    assert server.proxy.stats.malformed == 5
+    assert not raw.poll(100)
+    raw.close()
+
+
+def test_clear_requests_are_rate_limited_per_peer_aes_pass(ctx, reqserver):
+    policy = ClearRateLimit(TokenBucketLimiter(rate=0.001, burst=3))
+    server = reqserver(admit=policy)
+    clear = codec.pack_envelope("clear", {"cmd": "_auth"})
+    aes = codec.pack_envelope("aes", {"h": b"", "ct": b""})
+    with RequestClient(server.endpoint, ctx=ctx, timeout=2) as client:
+        answers = [codec.unpack_envelope(client.request(clear)).load for _ in range(5)]
+        assert [a.get("body") == clear for a in answers] == [True, True, True, False, False]
+        assert answers[3] == codec.error_load("rate_limited", "request refused: rate_limited")
+        for _ in range(5):
+            assert codec.unpack_envelope(client.request(aes)).load["body"] == aes
+    assert server.proxy.stats.refused == 2
+
+
+def test_requests_spread_over_several_workers(ctx, reqserver):
+    server = reqserver(workers=3)
+    with RequestClient(server.endpoint, ctx=ctx, timeout=2) as client:
+        for i in range(12):
+            assert codec.unpack_envelope(client.request(b"%d" % i)).load["body"] == b"%d" % i
+
+
+# ---------------------------------------------------------------- the replay race across processes
+
+def _sealed_worker(address, db_path, stop):
+    ctx = zmq.Context()
+    sock = make_socket(ctx, zmq.REP)
+    sock.connect(address)
+    channel = ServerChannel(SQLiteSessionStore(db_path))
+    pid = os.getpid()
+    while not stop.is_set():
+        request = recv_request(sock, 50)
+        if request is None:
+            continue
+        if request.body == b"ping":
+            send_reply(sock, request.rid, b"%d" % pid)
+            continue
+        try:
+            opened = channel.open_request(codec.unpack_envelope(request.body).load)
+            reply = channel.seal_reply(opened, {"processed_by": pid, "payload": opened.payload})
+        except CryptoError as exc:
+            reply = codec.pack_envelope("clear", codec.error_load(exc.reason, str(pid)))
+        send_reply(sock, request.rid, reply)
+    sock.close(linger=0)
+    ctx.destroy(linger=0)
+
+
+def test_one_request_sent_to_two_worker_processes_at_once_is_processed_once(ctx, tmp_path, fleet_factory):
+    fleet = fleet_factory(tmp_path)
+    _, _, client_channel, _ = fleet.accepted("web1")
+    server = ReqServer(ctx, str(tmp_path / "sock"))
+    mp = multiprocessing.get_context("fork")
+    stop = mp.Event()
+    procs = [mp.Process(target=_sealed_worker, args=(server.workers, fleet.store.path, stop)) for _ in range(2)]
+    for proc in procs:
+        proc.start()
+    raw = make_socket(ctx, zmq.DEALER)
+    raw.connect(server.endpoint)
+    try:
+        # wait until both workers are connected: pings answered by two different processes
+        pids, deadline = set(), time.monotonic() + 10
+        while len(pids) < 2 and time.monotonic() < deadline:
+            raw.send_multipart([b"", b"ping%04d" % len(pids), b"ping"])
+            if raw.poll(200):
+                pids.add(raw.recv_multipart()[2])
+        assert len(pids) == 2
+        while raw.poll(200):
+            raw.recv_multipart()
+        counter, data = client_channel.seal_request({"cmd": "_return", "jid": "1"})
+        raw.send_multipart([b"", b"rid-0001", data])   # the same bytes twice, back to back: the
+        raw.send_multipart([b"", b"rid-0002", data])   # proxy's DEALER hands them to the two workers
+        replies = []
+        while len(replies) < 2 and raw.poll(10_000):
+            replies.append(raw.recv_multipart()[2])
+        assert len(replies) == 2
+        outcomes = []
+        for reply in replies:
+            env = codec.unpack_envelope(reply)
+            if env.enc == "aes":
+                outcomes.append(("ok", client_channel.open_reply(counter, reply)["processed_by"]))
+            else:
+                outcomes.append((env.load["error"]["reason"], int(env.load["error"]["message"])))
+        assert sorted(kind for kind, _ in outcomes) == ["ok", "replayed"], outcomes
+        assert outcomes[0][1] != outcomes[1][1], "the two copies were handled by two different processes"
+    finally:
+        raw.close(linger=0)
+        stop.set()
+        for proc in procs:
+            proc.join(15)
+            if proc.is_alive():
+                proc.kill()
+        server.close()
+    assert all(proc.exitcode == 0 for proc in procs)
