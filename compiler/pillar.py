@@ -191,7 +191,7 @@ class _PillarRun:
         if top_name.startswith("salt://"):
             top_name = top_name[len("salt://"):]
         tops, errors = top.read_tops(self.o.renderer, self.pillar_envs(), lambda f: self.context(f, None),
-                                     top_name)
+                                     top_name, stop_at_failure=True)
         for err in errors:
             self.fail(err, f"Rendering Primary Top file failed, render error: {err}")
         return top.merge_pillar_tops(tops)
