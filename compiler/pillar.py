@@ -8,7 +8,6 @@ pillar's ``_errors`` list, and a structured ``CompileError`` with file:line.
 
 from __future__ import annotations
 
-import copy
 import fnmatch
 import re
 from collections.abc import Callable, Mapping
@@ -16,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from compiler import match, merge, salt_functions, top
+from compiler.datacopy import deepcopy
 from compiler.errors import (
     EXT_PILLAR_ERROR,
     INCLUDE_CYCLE,
@@ -146,10 +146,10 @@ class _PillarRun:
             ext_data = self.ext_pillar({})
             if self.hard_failure:
                 return self.failed_result()
-            self.template_pillar = self.merge(copy.deepcopy(ext_data), self.override) if self.override else ext_data
+            self.template_pillar = self.merge(deepcopy(ext_data), self.override) if self.override else ext_data
             self._salt = None
             sls_data = self.render_pillar(merged_top, self.template_pillar)
-            pillar = self.merge(copy.deepcopy(ext_data), sls_data)
+            pillar = self.merge(deepcopy(ext_data), sls_data)
         else:
             pillar = self.render_pillar(merged_top, self.template_pillar)
             if ext:
@@ -158,7 +158,7 @@ class _PillarRun:
                     return self.failed_result()
         if self.opts.get("pillar_opts", False):
             master = {k: v for k, v in self.opts.items() if k not in _PILLAR_OPTS_SKIP and not k.startswith("__")}
-            pillar["master"] = copy.deepcopy(master)
+            pillar["master"] = deepcopy(master)
             if self.track:
                 self.contributions.append(Contribution("pillar_opts", "pillar_opts", None, {"master": master}))
         if self.messages:
@@ -261,7 +261,7 @@ class _PillarRun:
         includes = state.pop("include", None)
         own_contribution = None
         if self.track:
-            own_contribution = Contribution("sls", f"{env}:{sls}", found.display, copy.deepcopy(state),
+            own_contribution = Contribution("sls", f"{env}:{sls}", found.display, deepcopy(state),
                                             rendered.lines, list(chain))
         if includes is None:
             if own_contribution:
@@ -299,7 +299,7 @@ class _PillarRun:
                                            found.display, include_line))
                     continue
                 if target in mods:
-                    nstate = copy.deepcopy(mods[target])
+                    nstate = deepcopy(mods[target])
                     if isinstance(nstate, dict):
                         nstate.pop("include", None)
                 else:
@@ -379,8 +379,8 @@ class _PillarRun:
                                    f"(minion {self.minion_id}): no driver '{name}' in the ext_pillar package or "
                                    "in <extension_modules>/pillar/"))
             return False, None
-        extra = {"grains": copy.deepcopy(dict(self.grains))} if getattr(driver, "accepts_grains", False) else {}
-        seen = copy.deepcopy(pillar)
+        extra = {"grains": deepcopy(dict(self.grains))} if getattr(driver, "accepts_grains", False) else {}
+        seen = deepcopy(pillar)
         try:
             if isinstance(args, dict):
                 result = driver(self.minion_id, seen, **args, **extra)

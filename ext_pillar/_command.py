@@ -43,7 +43,8 @@ def run_for_minion(command: str, minion_id: str, timeout: float | None = None) -
     except subprocess.TimeoutExpired:
         _kill_group(proc)
         proc.communicate()
-        raise DriverError(f"command {cmd!r} did not finish within {limit:.3g} s and was killed") from None
+        raise DriverError(f"command {cmd!r} did not finish within {_deadline.nominal(timeout) or limit:.3g} s and was "
+                          "killed") from None
     except BaseException:
         _kill_group(proc)
         proc.communicate()

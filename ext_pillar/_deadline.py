@@ -13,6 +13,7 @@ import contextvars
 import time
 
 _DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("ext_pillar_deadline", default=None)
+_BUDGET: contextvars.ContextVar[float | None] = contextvars.ContextVar("ext_pillar_budget", default=None)
 
 # never hand out a zero or negative timeout: a blocking call would then block forever or fail oddly
 _FLOOR = 0.05
@@ -20,6 +21,7 @@ _FLOOR = 0.05
 
 def start(seconds: float | None) -> contextvars.Token:
     """Set the deadline of the current call to ``seconds`` from now (None: no deadline)."""
+    _BUDGET.set(None if seconds is None else float(seconds))
     return _DEADLINE.set(None if seconds is None else time.monotonic() + float(seconds))
 
 
@@ -48,3 +50,14 @@ def bounded(timeout: float | None, default: float | None = None) -> float | None
     if left is None:
         return timeout
     return left if timeout is None else min(float(timeout), left)
+
+
+def nominal(timeout: float | None, default: float | None = None) -> float | None:
+    """The limit to name in messages: the smaller of ``timeout`` and the call's whole budget
+    (not the time left, which varies from run to run)."""
+    if timeout is None:
+        timeout = default
+    budget = _BUDGET.get()
+    if budget is None:
+        return timeout
+    return budget if timeout is None else min(float(timeout), budget)

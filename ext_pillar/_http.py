@@ -84,6 +84,7 @@ def get(url: str, *, timeout: float | None = None, verify_ssl: bool = True, ca_b
     if header_dict is not None and not isinstance(header_dict, Mapping):
         raise DriverError(f"header_dict must be a mapping of header: value, got {header_dict!r}")
     limit = _deadline.bounded(timeout, DEFAULT_TIMEOUT) or DEFAULT_TIMEOUT
+    named = _deadline.nominal(timeout, DEFAULT_TIMEOUT) or limit
     shown = _shown(url)
     parts = urllib.parse.urlsplit(url)
     if parts.username is not None and username is None and auth is None:
@@ -102,27 +103,27 @@ def get(url: str, *, timeout: float | None = None, verify_ssl: bool = True, ca_b
     try:
         with opener.open(request, timeout=limit) as response:
             charset = response.headers.get_content_charset() or "utf-8"
-            body = _read_all(response, started, limit, shown)
+            body = _read_all(response, started, limit, shown, named)
     except urllib.error.HTTPError as exc:
         raise DriverError(f"GET {shown} answered HTTP {exc.code} {exc.reason}") from None
     except urllib.error.URLError as exc:
-        raise DriverError(f"GET {shown} failed: {_reason(exc.reason, limit)}") from None
+        raise DriverError(f"GET {shown} failed: {_reason(exc.reason, named)}") from None
     except TimeoutError:
-        raise DriverError(f"GET {shown} failed: no answer within {limit:.3g} s") from None
+        raise DriverError(f"GET {shown} failed: no answer within {named:.3g} s") from None
     except (ConnectionError, ssl.SSLError, OSError) as exc:
-        raise DriverError(f"GET {shown} failed: {_reason(exc, limit)}") from None
+        raise DriverError(f"GET {shown} failed: {_reason(exc, named)}") from None
     try:
         return body.decode(charset)
     except (LookupError, UnicodeDecodeError) as exc:
         raise DriverError(f"GET {shown}: the body is not valid {charset} text ({exc})") from None
 
 
-def _read_all(response: Any, started: float, limit: float, shown: str) -> bytes:
+def _read_all(response: Any, started: float, limit: float, shown: str, named: float) -> bytes:
     chunks: list[bytes] = []
     size = 0
     while True:
         if time.monotonic() - started > limit:
-            raise DriverError(f"GET {shown} failed: the body did not arrive within {limit:.3g} s")
+            raise DriverError(f"GET {shown} failed: the body did not arrive within {named:.3g} s")
         chunk = response.read(65536)
         if not chunk:
             return b"".join(chunks)

@@ -50,6 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     _compile_parser(sub)
     _call_parser(sub)
+    from runtime import plane_cmds
+
+    plane_cmds.register(sub, OUTPUTS)
     return parser
 
 
@@ -85,6 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     argv = hoist_options(argv, "call", {"--config", "-c", "--out", "-l", "--log-level"}, {"--local"})
+    argv = hoist_options(argv, "run", {"--config", "-c", "--out", "-l", "--log-level", "--timeout", "-t"},
+                         {"--async", "--static", "-E", "-L", "-G", "-P", "-I", "-C", "-N", "-S"})
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

@@ -113,6 +113,12 @@ OPTIONS: dict[str, Option] = {
     "publish_session": Option(86400, "int", "master", "Seconds between periodic publish key rotations."),
     "heartbeat_period": Option(5.0, "num", "master", "Seconds between minion heartbeats (told to minions at auth)."),
     "presence_events": Option(True, "bool", "master", "Fire salt/presence events."),
+    "max_pending_keys": Option(1000, "int", "master", "Largest number of pending keys (key-store flooding)."),
+    "clear_rate_per_peer": Option(200.0, "num", "master", "Clear requests (auth, publish) a second per peer IP."),
+    "clear_rate_global": Option(2000.0, "num", "master", "Clear requests a second for all peers together."),
+    "auth_timeout": Option(5.0, "num", "minion", "Seconds to wait for an auth reply."),
+    "request_timeout": Option(10.0, "num", "minion", "Seconds to wait for the reply to a request."),
+    "refresh_timeout": Option(60.0, "num", "minion", "Seconds saltutil.refresh_* waits for the refresh."),
     "max_message_size": Option(16 * 1024 * 1024, "int", "both", "Largest accepted message, bytes."),
     "master": Option("127.0.0.1", "str_or_list", "minion", "Master address."),
     "master_port": Option(4506, "int", "minion", "Master request server port."),
@@ -140,6 +146,10 @@ def defaults(role: str = "minion") -> dict[str, Any]:
     nodegroups/ subtree only on a master)."""
     out = {k: copy.deepcopy(o.default) for k, o in OPTIONS.items()}
     out["__role"] = role
+    if role in ("master", "minion"):
+        # a master and a minion on one host keep separate keys, caches and sockets (as Salt does)
+        for key in ("pki_dir", "cachedir", "sock_dir"):
+            out[key] = f"{out[key]}/{role}"
     return out
 
 

@@ -1,0 +1,168 @@
+"""LocalClient: publish a job through the master and gather the returns.
+
+The client proves it holds its user's client key (``cachedir/.<user>_key``),
+subscribes to the master's event bus *before* publishing, and yields returns as
+they arrive.  When the timeout passes it asks the missing minions whether they
+are still running the job (``saltutil.find_job``) and keeps waiting for those
+that are, as Salt does; the others are reported as not returned.  A user who
+cannot read the event bus (publisher_acl users) polls the job cache instead.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from runtime import codec, transport
+from runtime.crypt.clientkey import client_key_path, load_client_key, make_proof
+from runtime.crypt.errors import KeyFileError
+from runtime.events import EventListener
+
+
+class ClientError(Exception):
+    pass
+
+
+@dataclass
+class JobResult:
+    jid: str
+    minions: list[str]
+    returns: dict[str, dict[str, Any]] = field(default_factory=dict)
+    missing: list[str] = field(default_factory=list)
+
+
+def _user() -> str:
+    return pwd.getpwuid(os.geteuid()).pw_name
+
+
+class LocalClient:
+    def __init__(self, opts: dict[str, Any], user: str | None = None, timeout: float = 10.0):
+        self.opts = opts
+        self.user = user or _user()
+        host = opts.get("interface") or "127.0.0.1"
+        if host in ("0.0.0.0", "::", ""):
+            host = "127.0.0.1"
+        self.address = transport.tcp_address(host, int(opts.get("ret_port", 4506)))
+        self.request_timeout = timeout
+        path = client_key_path(opts["cachedir"], self.user)
+        try:
+            self.key = load_client_key(path)
+        except (KeyFileError, OSError, ValueError) as exc:
+            raise ClientError(f"cannot read the client key {path}: {exc} (only the master's user and "
+                              "publisher_acl users can publish)") from None
+
+    def _clear_request(self, cmd: str, body: dict[str, Any]) -> dict[str, Any]:
+        packed = codec.pack(body)
+
+        def make() -> tuple[None, bytes]:
+            proof = make_proof(self.key, self.user, packed)
+            return None, codec.pack_envelope(codec.ENC_CLEAR, {"cmd": cmd, "body": packed, "proof": proof})
+
+        with transport.RequestClient(self.address, timeout=self.request_timeout, tries=2) as client:
+            try:
+                _, reply = client.request_with(make)
+            except transport.RequestTimeout as exc:
+                raise ClientError(f"the master at {self.address} did not answer: {exc}") from None
+        envelope = codec.unpack_envelope(reply)
+        load = envelope.load
+        if isinstance(load.get("error"), dict):
+            err = load["error"]
+            raise ClientError(f"the master refused: {err.get('message')} ({err.get('reason')})")
+        return load
+
+    def publish(self, tgt: Any, fun: str, arg: list | None = None, kwarg: dict | None = None,
+                tgt_type: str = "glob", timeout: int = 5) -> dict[str, Any]:
+        """Publish; returns {"jid", "minions"}."""
+        return self._clear_request("publish", {"tgt": tgt, "tgt_type": tgt_type, "fun": fun, "arg": list(arg or []),
+                                               "kwarg": dict(kwarg or {}), "ret": "", "timeout": int(timeout)})
+
+    def job_returns(self, jid: str) -> dict[str, Any]:
+        return self._clear_request("job_returns", {"jid": jid})
+
+    def listener(self) -> EventListener | None:
+        sock_dir = self.opts["sock_dir"]
+        path = transport.ipc_path(sock_dir, "master_event_pub.ipc")
+        if not os.access(path, os.R_OK | os.W_OK):
+            return None
+        listener = EventListener(sock_dir, "salt/job/")
+        if not listener.wait_connected(sock_dir, 2.0):
+            listener.close()
+            return None
+        return listener
+
+    def cmd_iter(self, tgt: Any, fun: str, arg: list | None = None, kwarg: dict | None = None,
+                 tgt_type: str = "glob", timeout: float = 5.0,
+                 gather_job_timeout: float = 3.0) -> Iterator[tuple[str, dict[str, Any]] | JobResult]:
+        """Yield (minion, return event) as returns arrive, then the final JobResult."""
+        listener = self.listener()
+        try:
+            published = self.publish(tgt, fun, arg, kwarg, tgt_type, int(timeout))
+            jid, minions = published["jid"], list(published["minions"])
+            result = JobResult(jid, minions)
+            pending = set(minions)
+            deadline = time.monotonic() + timeout
+            checked_running = False
+            while pending:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    if checked_running or gather_job_timeout <= 0:
+                        break
+                    still = self._still_running(jid, sorted(pending), gather_job_timeout)
+                    checked_running = not still
+                    if still:
+                        deadline = time.monotonic() + timeout
+                        continue
+                    break
+                for minion, ret in self._next_returns(listener, jid, min(remaining, 0.5)):
+                    if minion in result.returns:
+                        continue
+                    result.returns[minion] = ret
+                    pending.discard(minion)
+                    yield minion, ret
+            result.missing = sorted(pending)
+            yield result
+        finally:
+            if listener is not None:
+                listener.close()
+
+    def _next_returns(self, listener: EventListener | None, jid: str,
+                      wait: float) -> list[tuple[str, dict[str, Any]]]:
+        if listener is None:
+            time.sleep(min(wait, 0.2))
+            data = self.job_returns(jid)
+            return [(m, {"id": m, "jid": jid, **r}) for m, r in data.get("returns", {}).items()]
+        event = listener.get(wait)
+        out = []
+        while event is not None:
+            tag, data = event
+            if tag.startswith(f"salt/job/{jid}/ret/") and isinstance(data.get("id"), str):
+                out.append((data["id"], data))
+            event = listener.get(0.0)
+        return out
+
+    def _still_running(self, jid: str, minions: list[str], gather_timeout: float) -> bool:
+        """Ask the missing minions whether they still run jid (saltutil.find_job)."""
+        try:
+            found = self.cmd(minions, "saltutil.find_job", [jid], tgt_type="list", timeout=gather_timeout,
+                             check_running=False)
+        except ClientError:
+            return False
+        return any(isinstance(r.get("return"), dict) and r["return"] for r in found.returns.values())
+
+    def cmd(self, tgt: Any, fun: str, arg: list | None = None, kwarg: dict | None = None, tgt_type: str = "glob",
+            timeout: float = 5.0, check_running: bool = True) -> JobResult:
+        """Run a job and return every result (blocking)."""
+        final: JobResult | None = None
+        gather = 3.0 if check_running else 0.0
+        iterator = self.cmd_iter(tgt, fun, arg, kwarg, tgt_type, timeout, gather)
+        for item in iterator:
+            if isinstance(item, JobResult):
+                final = item
+        assert final is not None
+        if not check_running:
+            return final
+        return final

@@ -1,0 +1,103 @@
+"""The master's event bus: workers push events, the EventPublisher republishes them locally.
+
+Frames are ``[tag, msgpack(data)]``.  Tags are Salt's (``salt/job/<jid>/ret/<id>``,
+``salt/auth``, ``salt/key``, ``minion_start``, ``salt/presence/present`` ...).
+The bus is local to the master (ipc sockets in sock_dir, 0600).
+"""
+
+from __future__ import annotations
+
+import datetime
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import zmq
+
+from runtime import codec, transport
+
+EVENT_PULL = "master_event_pull.ipc"
+EVENT_PUB = "master_event_pub.ipc"
+# Tag prefixes only the master itself may fire (minion events with these are refused).
+PROBE_PREFIX = "saltpan/probe/"
+MASTER_PREFIXES = ("salt/job/", "salt/auth", "salt/key", "salt/presence/", "salt/run/", "salt/wheel/")
+
+
+def tagify(*parts: str) -> str:
+    return "/".join(str(p).strip("/") for p in parts if p != "")
+
+
+def stamp() -> str:
+    return datetime.datetime.now(tz=datetime.UTC).replace(tzinfo=None).isoformat()
+
+
+class EventPusher:
+    """Fire events onto the master bus (used in worker and maintenance processes)."""
+
+    def __init__(self, ctx: zmq.Context, sock_dir: str):
+        self.sock = transport.make_socket(ctx, zmq.PUSH)
+        self.sock.connect(transport.ipc_address(sock_dir, EVENT_PULL))
+
+    def fire(self, tag: str, data: Mapping[str, Any]) -> bool:
+        payload = dict(data)
+        payload.setdefault("_stamp", stamp())
+        try:
+            self.sock.send_multipart([tag.encode(), codec.pack(payload)], zmq.NOBLOCK)
+            return True
+        except zmq.Again:
+            return False
+
+    def close(self) -> None:
+        self.sock.close(linger=0)
+
+
+class EventListener:
+    """Subscribe to the master bus (the CLI and tests). Subscribe before you act."""
+
+    def __init__(self, sock_dir: str, prefix: str = "", ctx: zmq.Context | None = None):
+        self.ctx = ctx or zmq.Context.instance()
+        self.sock = transport.make_socket(self.ctx, zmq.SUB)
+        self.sock.setsockopt(zmq.SUBSCRIBE, prefix.encode())
+        self.sock.connect(transport.ipc_address(sock_dir, EVENT_PUB))
+
+    def get(self, timeout: float) -> tuple[str, dict[str, Any]] | None:
+        if not self.sock.poll(max(0, int(timeout * 1000)), zmq.POLLIN):
+            return None
+        frames = self.sock.recv_multipart()
+        if len(frames) != 2:
+            return None
+        try:
+            data = codec.unpack(frames[1])
+        except codec.DecodeError:
+            return None
+        return frames[0].decode("utf-8", "replace"), data if isinstance(data, dict) else {"data": data}
+
+    def iter(self, timeout: float | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while deadline is None or time.monotonic() < deadline:
+            remaining = 1.0 if deadline is None else max(0.0, deadline - time.monotonic())
+            event = self.get(min(remaining, 1.0))
+            if event is not None:
+                yield event
+
+    def wait_connected(self, sock_dir: str, timeout: float = 2.0) -> bool:
+        """Make sure the subscription is live: fire probes until one comes back."""
+        pusher = EventPusher(self.ctx, sock_dir)
+        self.sock.setsockopt(zmq.SUBSCRIBE, PROBE_PREFIX.encode())
+        try:
+            deadline = time.monotonic() + timeout
+            probe = f"{PROBE_PREFIX}{time.monotonic_ns()}"
+            while time.monotonic() < deadline:
+                pusher.fire(probe, {})
+                event = self.get(0.05)
+                while event is not None:
+                    if event[0] == probe:
+                        return True
+                    event = self.get(0.0)
+            return False
+        finally:
+            self.sock.setsockopt(zmq.UNSUBSCRIBE, PROBE_PREFIX.encode())
+            pusher.close()
+
+    def close(self) -> None:
+        self.sock.close(linger=0)

@@ -1,0 +1,269 @@
+"""`saltpan master`: the process manager and the processes it keeps running.
+
+* Publisher: PULL publish_pull.ipc -> PUB tcp publish_port
+* EventPublisher: PULL master_event_pull.ipc -> PUB master_event_pub.ipc
+* ReqServer: ROUTER tcp ret_port <-> DEALER workers.ipc (checked by RequestProxy)
+* MWorkers (worker_threads): REP on workers.ipc (runtime.master.worker)
+* Maintenance: presence events, publish key rotation, job cache pruning
+
+Each child is restarted when it dies.  SIGTERM stops them all and removes the
+pid file; ipc sockets live in sock_dir (0700) and are 0600.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import zmq
+
+from runtime import transport
+from runtime.crypt.clientkey import client_key_path, load_or_create_client_key
+from runtime.crypt.identity import Identity, load_or_create_identity
+from runtime.events import EVENT_PUB, EVENT_PULL
+from runtime.log_setup import setup as setup_logging
+from runtime.master import worker as worker_mod
+from runtime.master.sessions import SQLiteSessionStore
+from runtime.private_files import ensure_private_dir
+
+log = logging.getLogger("saltpan.master")
+
+_MP = multiprocessing.get_context("fork")
+
+
+def _child_setup(opts: dict[str, Any], name: str) -> threading.Event:
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    setup_logging(opts.get("log_level") or "warning", opts.get("log_file"))
+    try:
+        import setproctitle  # noqa: F401  (optional)
+    except ImportError:
+        pass
+    return stop
+
+
+def publisher_main(opts: dict[str, Any]) -> None:
+    stop = _child_setup(opts, "publisher")
+    ctx = zmq.Context()
+    pull = transport.make_socket(ctx, zmq.PULL)
+    transport.bind(pull, transport.ipc_address(opts["sock_dir"], worker_mod.PUBLISH_PULL))
+    pub = transport.make_socket(ctx, zmq.PUB, transport.SocketLimits(sndhwm=100_000))
+    transport.bind(pub, transport.tcp_address(opts["interface"], int(opts["publish_port"])))
+    try:
+        while not stop.is_set():
+            if not pull.poll(200, zmq.POLLIN):
+                continue
+            frames = pull.recv_multipart()
+            if len(frames) == 2:
+                transport.send_publication(pub, frames[1], frames[0])
+    finally:
+        pull.close(linger=0)
+        pub.close(linger=0)
+        ctx.term()
+
+
+def event_publisher_main(opts: dict[str, Any]) -> None:
+    stop = _child_setup(opts, "event_publisher")
+    ctx = zmq.Context()
+    pull = transport.make_socket(ctx, zmq.PULL)
+    transport.bind(pull, transport.ipc_address(opts["sock_dir"], EVENT_PULL))
+    pub = transport.make_socket(ctx, zmq.PUB, transport.SocketLimits(sndhwm=100_000))
+    transport.bind(pub, transport.ipc_address(opts["sock_dir"], EVENT_PUB))
+    try:
+        while not stop.is_set():
+            if not pull.poll(200, zmq.POLLIN):
+                continue
+            for _ in range(1000):
+                try:
+                    frames = pull.recv_multipart(zmq.NOBLOCK)
+                except zmq.Again:
+                    break
+                if len(frames) == 2:
+                    try:
+                        pub.send_multipart(frames, zmq.NOBLOCK)
+                    except zmq.Again:
+                        pass
+    finally:
+        pull.close(linger=0)
+        pub.close(linger=0)
+        ctx.term()
+
+
+def req_server_main(opts: dict[str, Any]) -> None:
+    stop = _child_setup(opts, "req_server")
+    ctx = zmq.Context()
+    limits = transport.SocketLimits(max_message_size=int(opts.get("max_message_size", 16 * 1024 * 1024)))
+    front = transport.make_socket(ctx, zmq.ROUTER, limits)
+    transport.bind(front, transport.tcp_address(opts["interface"], int(opts["ret_port"])))
+    back = transport.make_socket(ctx, zmq.DEALER, limits)
+    transport.bind(back, transport.ipc_address(opts["sock_dir"], worker_mod.WORKERS_IPC))
+    per_peer = transport.TokenBucketLimiter(rate=float(opts.get("clear_rate_per_peer", 200.0)),
+                                            burst=float(opts.get("clear_burst_per_peer", 400.0)))
+    global_bucket = transport.TokenBucketLimiter(rate=float(opts.get("clear_rate_global", 2000.0)),
+                                                 burst=float(opts.get("clear_burst_global", 4000.0)))
+    proxy = transport.RequestProxy(front, back, admit=transport.ClearRateLimit(per_peer, global_bucket))
+    try:
+        proxy.run(stop)
+    finally:
+        front.close(linger=0)
+        back.close(linger=0)
+        ctx.term()
+
+
+def worker_main(opts: dict[str, Any], identity: Identity, index: int) -> None:
+    stop = _child_setup(opts, f"worker-{index}")
+    worker_mod.run(opts, identity, index, stop)
+
+
+def maintenance_main(opts: dict[str, Any]) -> None:
+    from runtime.master import maintenance
+
+    stop = _child_setup(opts, "maintenance")
+    maintenance.run(opts, stop)
+
+
+class ProcessManager:
+    """Starts children, restarts the ones that die, stops them all on request."""
+
+    def __init__(self) -> None:
+        self.specs: dict[str, tuple[Callable[..., None], tuple]] = {}
+        self.procs: dict[str, multiprocessing.process.BaseProcess] = {}
+        self.restarts: dict[str, list[float]] = {}
+
+    def add(self, name: str, target: Callable[..., None], *args: Any) -> None:
+        self.specs[name] = (target, args)
+
+    def start(self, name: str) -> None:
+        target, args = self.specs[name]
+        proc = _MP.Process(target=target, args=args, name=f"saltpan-master-{name}", daemon=False)
+        proc.start()
+        self.procs[name] = proc
+        log.debug("started %s (pid %s)", name, proc.pid)
+
+    def start_all(self) -> None:
+        for name in self.specs:
+            self.start(name)
+
+    def check(self) -> None:
+        for name, proc in list(self.procs.items()):
+            if proc.is_alive():
+                continue
+            code = proc.exitcode
+            recent = [t for t in self.restarts.get(name, []) if time.monotonic() - t < 60]
+            delay = min(5.0, 0.1 * (2 ** len(recent))) if len(recent) > 3 else 0.0
+            log.warning("%s (pid %s) exited with %s; restarting%s", name, proc.pid, code,
+                        f" in {delay:.1f} s" if delay else "")
+            if delay:
+                time.sleep(delay)
+            recent.append(time.monotonic())
+            self.restarts[name] = recent
+            self.start(name)
+
+    def stop_all(self, timeout: float = 5.0) -> None:
+        for proc in self.procs.values():
+            if proc.is_alive():
+                proc.terminate()
+        deadline = time.monotonic() + timeout
+        for proc in self.procs.values():
+            proc.join(max(0.0, deadline - time.monotonic()))
+        for proc in self.procs.values():
+            if proc.is_alive():
+                proc.kill()
+                proc.join(1.0)
+
+    def pids(self) -> dict[str, int | None]:
+        return {name: proc.pid for name, proc in self.procs.items()}
+
+
+def prepare(opts: dict[str, Any]) -> Identity:
+    """Directories, the master key pair, client keys, and a fresh session store."""
+    for name in (EVENT_PULL, EVENT_PUB, worker_mod.WORKERS_IPC, worker_mod.PUBLISH_PULL):
+        transport.ipc_path(opts["sock_dir"], name)  # raises AddressError when sock_dir is too long
+    for key in ("pki_dir", "cachedir", "sock_dir"):
+        ensure_private_dir(opts[key])
+    identity, created = load_or_create_identity(opts["pki_dir"], "master")
+    if created:
+        log.warning("created the master key pair in %s (fingerprint %s)", opts["pki_dir"], identity.fingerprint)
+    load_or_create_client_key(client_key_path(opts["cachedir"], _user()))
+    for user in (opts.get("publisher_acl") or {}):
+        _client_key_for(opts["cachedir"], str(user))
+    store = SQLiteSessionStore.in_sock_dir(opts["sock_dir"])
+    store.reset()
+    store.close()
+    return identity
+
+
+def _user() -> str:
+    import pwd
+
+    return pwd.getpwuid(os.geteuid()).pw_name
+
+
+def _client_key_for(cachedir: str, user: str) -> None:
+    import pwd
+
+    path = client_key_path(cachedir, user)
+    load_or_create_client_key(path)
+    try:
+        entry = pwd.getpwnam(user)
+    except KeyError:
+        log.warning("publisher_acl names user %r, who does not exist on this host", user)
+        return
+    if os.geteuid() == 0:
+        os.chown(path, entry.pw_uid, entry.pw_gid)
+        # the user must reach its key file: cachedir is traversable, not listable
+        os.chmod(cachedir, 0o711)
+
+
+def write_pidfile(path: str | None) -> None:
+    if not path:
+        return
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w", encoding="ascii") as fh:
+        fh.write(f"{os.getpid()}\n")
+
+
+def run(opts: dict[str, Any]) -> int:
+    """Run the master until SIGTERM/SIGINT."""
+    setup_logging(opts.get("log_level") or "warning", opts.get("log_file"))
+    opts["__role"] = "master"
+    try:
+        identity = prepare(opts)
+    except (transport.AddressError, OSError) as exc:
+        log.error("cannot start the master: %s", exc)
+        print(f"saltpan master: {exc}", file=sys.stderr)
+        return 2
+    write_pidfile(opts.get("pidfile"))
+    manager = ProcessManager()
+    manager.add("event_publisher", event_publisher_main, opts)
+    manager.add("publisher", publisher_main, opts)
+    for index in range(max(1, int(opts.get("worker_threads", 5)))):
+        manager.add(f"worker-{index}", worker_main, opts, identity, index)
+    manager.add("req_server", req_server_main, opts)
+    manager.add("maintenance", maintenance_main, opts)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    manager.start_all()
+    log.warning("master started: ret_port %s, publish_port %s, %d workers (pid %d)", opts["ret_port"],
+                opts["publish_port"], int(opts.get("worker_threads", 5)), os.getpid())
+    try:
+        while not stop.wait(0.2):
+            manager.check()
+    finally:
+        manager.stop_all()
+        if opts.get("pidfile"):
+            try:
+                os.unlink(opts["pidfile"])
+            except OSError:
+                pass
+        log.warning("master stopped")
+    return 0

@@ -1,0 +1,121 @@
+"""The master's file server over file_roots (salt:// for minions).
+
+Every path is relative to a root of one saltenv: absolute paths, ``..``,
+backslashes, NUL, bad saltenv names and symlinks leading out of the root are
+refused (SECURITY.md class 4).  Files are served in chunks with a SHA-256 the
+minion checks; hashes are cached by (path, mtime, size).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from typing import Any
+
+from compiler.errors import CompileError
+from compiler.roots import LocalRoots, clean_relpath, valid_saltenv
+
+CHUNK = 1024 * 1024
+
+
+class FileServerError(Exception):
+    def __init__(self, reason: str, message: str):
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+class FileServer:
+    def __init__(self, file_roots: dict[str, list[str]]):
+        self.roots = LocalRoots(file_roots)
+        self._hashes: dict[str, tuple[int, int, str]] = {}
+
+    def envs(self) -> list[str]:
+        return self.roots.saltenvs()
+
+    def _env(self, saltenv: Any) -> str:
+        env = saltenv if isinstance(saltenv, str) and saltenv else "base"
+        if not valid_saltenv(env):
+            raise FileServerError("bad_saltenv", f"invalid saltenv {str(env)[:64]!r}")
+        if env not in self.roots.saltenvs():
+            raise FileServerError("unknown_saltenv", f"no file_roots for saltenv {env!r}")
+        return env
+
+    def _path(self, path: Any, saltenv: Any) -> tuple[str, str, str]:
+        env = self._env(saltenv)
+        if not isinstance(path, str):
+            raise FileServerError("bad_path", "path must be a string")
+        rel = path[len("salt://"):] if path.startswith("salt://") else path
+        try:
+            rel = clean_relpath(rel)
+            found = self.roots._locate(env, rel)
+        except CompileError as exc:
+            raise FileServerError("access_denied", exc.message) from None
+        if found is None:
+            return env, rel, ""
+        return env, rel, found
+
+    def _hash(self, full: str) -> str:
+        st = os.stat(full)
+        cached = self._hashes.get(full)
+        if cached and cached[0] == st.st_mtime_ns and cached[1] == st.st_size:
+            return cached[2]
+        digest = hashlib.sha256()
+        with open(full, "rb") as fh:
+            for block in iter(lambda: fh.read(CHUNK), b""):
+                digest.update(block)
+        value = digest.hexdigest()
+        if len(self._hashes) > 10000:
+            self._hashes.clear()
+        self._hashes[full] = (st.st_mtime_ns, st.st_size, value)
+        return value
+
+    def find(self, path: Any, saltenv: Any) -> dict[str, Any]:
+        env, rel, full = self._path(path, saltenv)
+        if not full:
+            return {}
+        st = os.stat(full)
+        return {"path": rel, "saltenv": env, "hsum": self._hash(full), "hash_type": "sha256", "size": st.st_size,
+                "mode": st.st_mode & 0o7777}
+
+    def hash(self, path: Any, saltenv: Any) -> dict[str, Any]:
+        _env, _rel, full = self._path(path, saltenv)
+        if not full:
+            return {}
+        return {"hsum": self._hash(full), "hash_type": "sha256"}
+
+    def serve(self, path: Any, saltenv: Any, loc: Any = 0) -> dict[str, Any]:
+        _env, rel, full = self._path(path, saltenv)
+        if not full:
+            return {}
+        if not isinstance(loc, int) or isinstance(loc, bool) or loc < 0:
+            raise FileServerError("bad_path", "loc must be a non-negative integer")
+        st = os.stat(full)
+        with open(full, "rb") as fh:
+            fh.seek(loc)
+            data = fh.read(CHUNK)
+        end = loc + len(data)
+        return {"data": data, "dest": rel, "loc": end, "done": end >= st.st_size, "hsum": self._hash(full),
+                "hash_type": "sha256", "mode": st.st_mode & 0o7777, "size": st.st_size}
+
+    def file_list(self, saltenv: Any, prefix: Any = "") -> list[str]:
+        env = self._env(saltenv)
+        prefix = prefix if isinstance(prefix, str) else ""
+        out = []
+        for rel in self.roots.list_files(env):
+            if not rel.startswith(prefix):
+                continue
+            try:
+                if self.roots._locate(env, rel):
+                    out.append(rel)
+            except CompileError:
+                continue  # a symlink out of the root: never listed
+        return out
+
+    def dir_list(self, saltenv: Any, prefix: Any = "") -> list[str]:
+        dirs = set()
+        for rel in self.file_list(saltenv, prefix):
+            parts = rel.split("/")[:-1]
+            for i in range(1, len(parts) + 1):
+                dirs.add("/".join(parts[:i]))
+        return sorted(dirs)

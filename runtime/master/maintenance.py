@@ -1,0 +1,83 @@
+"""The master's maintenance process: presence, publish key rotation, job cache pruning.
+
+Presence comes from heartbeats: a minion is present while the master heard from it
+within three heartbeat periods.  Every period the master fires
+``salt/presence/present`` ({"present": [ids]}), and ``salt/presence/change``
+({"new": [...], "lost": [...]}) whenever the set changes.  The present set is also
+written to ``cachedir/presence.json`` for ``saltpan minions --status``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from typing import Any
+
+import zmq
+
+from runtime.events import EventPusher
+from runtime.master.jobcache import SQLiteJobCache
+from runtime.master.sessions import SQLiteSessionStore
+from runtime.private_files import write_private
+
+log = logging.getLogger("saltpan.master.maintenance")
+
+PRESENCE_FILE = "presence.json"
+
+
+def present_minions(last_seen: dict[str, int], now_ms: int, window_ms: float) -> set[str]:
+    return {minion for minion, seen in last_seen.items() if now_ms - seen <= window_ms}
+
+
+def run(opts: dict[str, Any], stop: threading.Event) -> None:
+    ctx = zmq.Context()
+    events = EventPusher(ctx, opts["sock_dir"])
+    store = SQLiteSessionStore.in_sock_dir(opts["sock_dir"])
+    jobs = SQLiteJobCache(opts["cachedir"])
+    period = max(0.2, float(opts.get("heartbeat_period", 5.0)))
+    window_ms = 3 * period * 1000
+    rotate_ms = int(float(opts.get("publish_session", 86400)) * 1000)
+    keep_jobs = float(opts.get("keep_jobs", 24))
+    present: set[str] = set()
+    last_prune = 0.0
+    try:
+        while not stop.wait(period):
+            now = int(time.time() * 1000)
+            try:
+                current = present_minions(store.last_seen(), now, window_ms)
+                if current != present:
+                    new, lost = sorted(current - present), sorted(present - current)
+                    if opts.get("presence_events", True):
+                        events.fire("salt/presence/change", {"new": new, "lost": lost})
+                    log.info("presence changed: new %s, lost %s", new, lost)
+                    present = current
+                if opts.get("presence_events", True):
+                    events.fire("salt/presence/present", {"present": sorted(present)})
+                write_private(os.path.join(opts["cachedir"], PRESENCE_FILE),
+                              json.dumps({"present": sorted(present), "updated": now}).encode())
+                store.expire_idle(int(window_ms * 20), now)
+                if rotate_ms > 0 and store.rotate_if_older(rotate_ms, now) is not None:
+                    log.info("publish key rotated (older than publish_session)")
+                if time.monotonic() - last_prune > 3600:
+                    pruned = jobs.prune(keep_jobs)
+                    last_prune = time.monotonic()
+                    if pruned:
+                        log.info("pruned %d jobs older than %s hours", pruned, keep_jobs)
+            except Exception:  # noqa: BLE001 - maintenance must keep running
+                log.exception("maintenance pass failed")
+    finally:
+        events.close()
+        store.close()
+        jobs.close()
+        ctx.term()
+
+
+def read_presence(cachedir: str) -> set[str]:
+    try:
+        with open(os.path.join(cachedir, PRESENCE_FILE), encoding="utf-8") as fh:
+            return set(json.load(fh).get("present", []))
+    except (OSError, ValueError):
+        return set()

@@ -1,0 +1,39 @@
+"""Compile minions' pillar on the master (the `_pillar` request), with the optional pillar cache."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from runtime import pipeline
+from runtime.master.datacache import SQLiteDataCache
+
+log = logging.getLogger("saltpan.master.pillar")
+
+
+class PillarService:
+    """One per worker process: keeps its compiler (and so its template cache) warm."""
+
+    def __init__(self, opts: dict[str, Any], data: SQLiteDataCache):
+        self.opts = opts
+        self.data = data
+        self.compiler = pipeline.pillar_compiler(opts)
+
+    def compile(self, minion_id: str, grains: dict[str, Any], saltenv: str | None = None,
+                pillarenv: str | None = None) -> dict[str, Any]:
+        if self.opts.get("pillar_cache") and not saltenv and not pillarenv:
+            updated = self.data.updated(minion_id, "pillar")
+            ttl = float(self.opts.get("pillar_cache_ttl", 3600))
+            if updated is not None and time.time() - updated < ttl:
+                cached = self.data.fetch(minion_id, "pillar")
+                if isinstance(cached, dict):
+                    return cached
+        grains = dict(grains)
+        grains["id"] = minion_id
+        result = self.compiler.compile(minion_id, grains, pillarenv=pillarenv, saltenv=saltenv)
+        for err in result.errors:
+            log.error("pillar for minion %s: %s", minion_id, err)
+        pillar = result.pillar
+        self.data.store(minion_id, "pillar", pillar)
+        return pillar

@@ -1,0 +1,437 @@
+"""`saltpan minion`: sessions with the master, jobs, returns, in-memory pillar.
+
+The minion keeps one session at a time (runtime.minion.session): after it
+registers, three tasks run concurrently — heartbeat, subscribe (jobs from the
+publisher) and listen (the local event bus: ``pillar_refresh`` ...).  Any failure
+closes the session and a new one is built after a backoff delay.  Jobs run in
+threads (or forked processes with ``multiprocessing: True``) and return over the
+session; returns that could not be delivered are kept and sent after the next
+session registers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import os
+import socket
+import threading
+import time
+import traceback
+from collections import deque
+from typing import Any
+
+import zmq
+import zmq.asyncio
+
+from compiler import match
+from runtime import codec, transport
+from runtime.crypt.errors import CryptoError, NeedPublishKey, PublicationRefused, RemoteRefusal
+from runtime.crypt.identity import Identity, load_or_create_identity
+from runtime.crypt.publish import PublicationReceiver, PublishKey
+from runtime.crypt.trust import MasterTrust
+from runtime.minion.jobs import JobRegistry, RunningJob
+from runtime.minion.session import Backoff, KeyNotAccepted, Session, SessionError, authenticate
+from runtime.ratelog import RateLimitedLog
+
+log = logging.getLogger("saltpan.minion")
+
+STATE_FUNS = {"state.apply", "state.highstate", "state.sls", "state.single"}
+MAX_PENDING_RETURNS = 1000
+
+
+class LocalEvent:
+    def __init__(self, tag: str, data: dict[str, Any], done: threading.Event | None = None):
+        self.tag = tag
+        self.data = data
+        self.done = done
+
+
+class Minion:
+    """One minion. Several can share an event loop, a zmq context and an executor (swarm)."""
+
+    def __init__(self, opts: dict[str, Any], *, ctx: zmq.asyncio.Context | None = None,
+                 executor: concurrent.futures.Executor | None = None, identity: Identity | None = None,
+                 grains: dict[str, Any] | None = None, quiet: bool = False):
+        self.opts = opts
+        self.id = str(opts.get("id") or socket.getfqdn())
+        opts["id"] = self.id
+        self.ctx = ctx or zmq.asyncio.Context.instance()
+        self.executor = executor or concurrent.futures.ThreadPoolExecutor(max_workers=32,
+                                                                         thread_name_prefix="job")
+        if identity is None:
+            identity, created = load_or_create_identity(opts["pki_dir"], "minion")
+            if created:
+                log.warning("created the minion key pair in %s (fingerprint %s)", opts["pki_dir"],
+                            identity.fingerprint)
+        self.identity = identity
+        self.trust = MasterTrust(opts["pki_dir"], opts.get("master_finger"))
+        if grains is None:
+            from runtime import grains as grains_mod
+
+            grains = grains_mod.minion_grains(opts, self.id)
+        self.grains = grains
+        self.pillar: dict[str, Any] = {}
+        self.jobs = JobRegistry()
+        self.receiver: PublicationReceiver | None = None
+        self.session: Session | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.events: asyncio.Queue[LocalEvent] | None = None
+        self.pending_returns: deque[dict[str, Any]] = deque(maxlen=MAX_PENDING_RETURNS)
+        self.backoff = Backoff(float(opts.get("recon_default", 1.0)), float(opts.get("recon_max", 10.0)),
+                               bool(opts.get("recon_randomize", True)))
+        self.refusals = RateLimitedLog(log)
+        self.started = False
+        self.sessions_registered = 0
+        self.prefix = "" if not quiet else f"[{self.id}] "
+        self._remote_files = None
+        self._local_pillar_compiler = None
+
+    # -- addresses ------------------------------------------------------------------
+    def master_host(self) -> str:
+        master = self.opts.get("master") or "127.0.0.1"
+        return str(master[0] if isinstance(master, list) else master)
+
+    def ret_address(self) -> str:
+        return transport.tcp_address(self.master_host(), int(self.opts.get("master_port", 4506)))
+
+    def pub_address(self) -> str:
+        return transport.tcp_address(self.master_host(), int(self.opts.get("publish_port", 4505)))
+
+    # -- lifecycle ------------------------------------------------------------------
+    async def run(self, stop: asyncio.Event) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.events = asyncio.Queue()
+        while not stop.is_set():
+            delay = self.backoff.delay()
+            if delay:
+                log.info("%sreconnecting in %.2f s (backoff %.2f s, recon_max %.1f s)", self.prefix, delay,
+                         self.backoff.value, self.backoff.maximum)
+                try:
+                    await asyncio.wait_for(stop.wait(), delay)
+                    break
+                except TimeoutError:
+                    pass
+            try:
+                session = await authenticate(self.ret_address(), self.identity, self.id, self.trust, self.opts,
+                                             stop, self.ctx, self.prefix)
+            except KeyNotAccepted as exc:
+                log.warning("%s%s", self.prefix, exc)
+                self.backoff.failed()
+                continue
+            except SessionError as exc:
+                if not stop.is_set():
+                    log.warning("%ssession could not start: %s", self.prefix, exc)
+                self.backoff.failed()
+                continue
+            self.backoff.reset()
+            self.sessions_registered += 1
+            try:
+                await self.run_session(session, stop)
+            except SessionError as exc:
+                if not stop.is_set():
+                    log.warning("%ssession closed: %s", self.prefix, exc)
+            finally:
+                self.session = None
+                session.close()
+            if not stop.is_set():
+                self.backoff.failed()
+
+    async def run_session(self, session: Session, stop: asyncio.Event) -> None:
+        grant = session.grant
+        pkey = PublishKey(grant.publish_epoch, grant.publish_key, 0)
+        if self.receiver is None:
+            self.receiver = PublicationReceiver(session.result.master_pub, pkey,
+                                                clock_offset_ms=session.result.clock_offset_ms)
+        else:
+            self.receiver.adopt(pkey)
+            self.receiver.clock_offset_ms = session.result.clock_offset_ms
+        sub = transport.make_subscriber(self.ctx, self.pub_address(), self.id)
+        self.session = session
+        try:
+            await self.on_registered(session)
+            tasks = [asyncio.create_task(self.heartbeat_loop(session), name="heartbeat"),
+                     asyncio.create_task(self.subscribe_loop(session, sub), name="subscribe"),
+                     asyncio.create_task(self.listen_loop(session), name="listen"),
+                     asyncio.create_task(stop.wait(), name="stop")]
+            done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+            for task in done:
+                if task.get_name() != "stop" and task.exception() is not None:
+                    exc = task.exception()
+                    raise SessionError(f"{task.get_name()} failed: {exc}") from exc
+        finally:
+            sub.close(linger=0)
+
+    async def on_registered(self, session: Session) -> None:
+        """Send grains (and fetch pillar), fire minion_start once, flush undelivered returns."""
+        if self.opts.get("file_client", "remote") == "local":
+            await session.request({"cmd": "_grains", "grains": self.grains})
+            if not self.started:
+                self.pillar = await asyncio.get_running_loop().run_in_executor(self.executor, self.local_pillar)
+        else:
+            reply = await session.request({"cmd": "_pillar", "grains": self.grains,
+                                           "saltenv": self.opts.get("saltenv"),
+                                           "pillarenv": self.opts.get("pillarenv")})
+            if not self.started or not self.pillar:
+                self.replace_pillar(reply.get("pillar") or {})
+        if not self.started:
+            self.started = True
+            await session.request({"cmd": "_minion_event", "events": [
+                {"tag": "minion_start", "data": {"cmd": "_minion_event", "pretag": None,
+                                                 "data": f"Minion {self.id} started at {time.ctime()}"}},
+                {"tag": f"salt/minion/{self.id}/start", "data": {"data": f"Minion {self.id} started"}}]})
+        while self.pending_returns:
+            load = self.pending_returns[0]
+            await session.request(load)
+            self.pending_returns.popleft()
+
+    def replace_pillar(self, data: dict[str, Any]) -> None:
+        self.pillar.clear()
+        self.pillar.update(data)
+
+    # -- the three concurrent tasks -------------------------------------------------------
+    async def heartbeat_loop(self, session: Session) -> None:
+        alive = float(self.opts.get("master_alive_interval") or 0) or 3 * session.heartbeat
+        while True:
+            await asyncio.sleep(session.heartbeat)
+            try:
+                reply = await session.request({"cmd": "_heartbeat", "epoch": self.receiver.epoch},
+                                              timeout=max(0.2, alive / 2), tries=2)
+            except transport.RequestTimeout as exc:
+                raise SessionError(f"the master missed heartbeats for {alive:.1f} s ({exc})") from None
+            except RemoteRefusal as exc:
+                raise SessionError(f"heartbeat refused: {exc}") from None
+            if isinstance(reply, dict) and isinstance(reply.get("publish_key"), bytes):
+                self.receiver.update_key(PublishKey(int(reply["epoch"]), reply["publish_key"], 0))
+
+    async def subscribe_loop(self, session: Session, sub: zmq.asyncio.Socket) -> None:
+        while True:
+            frames = await sub.recv_multipart()
+            if len(frames) != 2:
+                continue
+            await self.handle_publication(session, frames[1])
+
+    async def listen_loop(self, session: Session) -> None:
+        assert self.events is not None
+        while True:
+            event = await self.events.get()
+            try:
+                if event.tag == "pillar_refresh":
+                    await self.refresh_pillar_now(session)
+                elif event.tag == "grains_refresh":
+                    from runtime import grains as grains_mod
+
+                    self.grains = grains_mod.minion_grains(self.opts, self.id)
+                    await session.request({"cmd": "_grains", "grains": self.grains})
+            finally:
+                if event.done is not None:
+                    event.done.set()
+
+    async def refresh_pillar_now(self, session: Session) -> None:
+        if self.opts.get("file_client", "remote") == "local":
+            data = await asyncio.get_running_loop().run_in_executor(self.executor, self.local_pillar)
+        else:
+            reply = await session.request({"cmd": "_pillar", "grains": self.grains,
+                                           "saltenv": self.opts.get("saltenv"), "pillarenv": self.opts.get("pillarenv")})
+            data = reply.get("pillar") or {}
+        self.replace_pillar(data)
+        log.info("%spillar refreshed (%d keys)", self.prefix, len(data))
+
+    # -- jobs -------------------------------------------------------------------------
+    async def handle_publication(self, session: Session, body: bytes) -> None:
+        assert self.receiver is not None
+        try:
+            try:
+                publication = self.receiver.open(body)
+            except NeedPublishKey:
+                reply = await session.request({"cmd": "_publish_key"})
+                self.receiver.update_key(PublishKey(int(reply["epoch"]), reply["publish_key"], 0))
+                publication = self.receiver.open(body)
+        except (PublicationRefused, codec.DecodeError, CryptoError) as exc:
+            self.refusals.warning(f"pub:{getattr(exc, 'reason', 'x')}", "%sdropped a publication: %s", self.prefix,
+                                  exc)
+            return
+        job = publication.payload
+        if not isinstance(job, dict) or not isinstance(job.get("jid"), str) or not isinstance(job.get("fun"), str):
+            self.refusals.warning("pub:shape", "%sdropped a malformed job", self.prefix)
+            return
+        if not self.targeted(job):
+            return
+        if not self.jobs.first_time(job["jid"]):
+            self.refusals.warning("pub:dup", "%sdropped a duplicate of job %s", self.prefix, job["jid"])
+            return
+        asyncio.get_running_loop().create_task(self.run_job(job))
+
+    def targeted(self, job: dict[str, Any]) -> bool:
+        minion = match.Minion(self.id, self.grains, self.pillar)
+        try:
+            return match.match_one(str(job.get("tgt_type", "glob")), job.get("tgt", ""), minion,
+                                   self.opts.get("nodegroups") or {})
+        except match.MatchError as exc:
+            self.refusals.warning("pub:target", "%sjob %s has a malformed target: %s", self.prefix, job.get("jid"),
+                                  exc)
+            return False
+
+    async def run_job(self, job: dict[str, Any]) -> None:
+        jid, fun = job["jid"], job["fun"]
+        log.info("%srunning job %s (%s)", self.prefix, jid, fun)
+        self.jobs.add(RunningJob(jid, fun, list(job.get("arg") or []), job.get("tgt"),
+                                 str(job.get("tgt_type", "glob")), str(job.get("user", ""))))
+        loop = asyncio.get_running_loop()
+        try:
+            if self.opts.get("multiprocessing"):
+                ret, retcode, success = await loop.run_in_executor(self.executor, self.execute_in_process, job)
+            else:
+                ret, retcode, success = await loop.run_in_executor(self.executor, self.execute, job)
+        finally:
+            self.jobs.done(jid)
+        load = {"cmd": "_return", "jid": jid, "fun": fun, "fun_args": list(job.get("arg") or []), "return": ret,
+                "retcode": retcode, "success": success}
+        if fun in STATE_FUNS:
+            load["out"] = "highstate"
+        await self.send_return(load)
+
+    async def send_return(self, load: dict[str, Any]) -> None:
+        session = self.session
+        if session is None:
+            self.pending_returns.append(load)
+            return
+        try:
+            await session.request(load)
+        except RemoteRefusal as exc:
+            log.warning("%sreturn for %s refused: %s", self.prefix, load["jid"], exc)
+        except (transport.RequestTimeout, SessionError) as exc:
+            log.warning("%sreturn for %s not delivered yet (%s); will resend", self.prefix, load["jid"], exc)
+            self.pending_returns.append(load)
+
+    def execute(self, job: dict[str, Any]) -> tuple[Any, int, bool]:
+        from runtime import modules
+
+        env = self.module_env(job.get("jid"))
+        try:
+            ret = modules.call(env, job["fun"], list(job.get("arg") or []), dict(job.get("kwarg") or {}))
+        except modules.CommandError as exc:
+            return f"ERROR: {exc}", 1, False
+        except Exception as exc:  # noqa: BLE001 - a failing function is a return, not a crash
+            log.debug("job %s failed", job.get("jid"), exc_info=True)
+            return f"The minion function caused an exception: {type(exc).__name__}: {exc}\n" \
+                   f"{traceback.format_exc(limit=5)}", 1, False
+        retcode = 0
+        if job["fun"] in STATE_FUNS:
+            if isinstance(ret, list):
+                retcode = 1
+            elif isinstance(ret, dict) and any(isinstance(r, dict) and r.get("result") is False
+                                               for r in ret.values()):
+                retcode = 2
+        return _plain(ret), retcode, True
+
+    def execute_in_process(self, job: dict[str, Any]) -> tuple[Any, int, bool]:
+        from runtime.minion import procjob
+
+        return procjob.run_forked(self, job)
+
+    # -- what job functions see ------------------------------------------------------------
+    def call_master(self, payload: dict[str, Any], timeout: float | None = None) -> Any:
+        """From a job thread: one sealed request through the current session."""
+        if self.loop is None or self.session is None:
+            from runtime.modules import CommandError
+
+            raise CommandError("not connected to the master")
+        session = self.session
+        future = asyncio.run_coroutine_threadsafe(session.request(payload), self.loop)
+        return future.result(timeout or 60)
+
+    def fire_local(self, tag: str, data: dict[str, Any], wait: float | None = None) -> bool:
+        if self.loop is None or self.events is None:
+            return False
+        done = threading.Event() if wait else None
+        self.loop.call_soon_threadsafe(self.events.put_nowait, LocalEvent(tag, data, done))
+        return done.wait(wait) if done is not None else True
+
+    def local_pillar(self) -> dict[str, Any]:
+        from runtime import pipeline
+
+        if self._local_pillar_compiler is None:
+            self._local_pillar_compiler = pipeline.pillar_compiler(self.opts)
+        return self._local_pillar_compiler.compile(self.id, self.grains).pillar
+
+    def fresh_pillar(self) -> tuple[dict[str, Any], list]:
+        if self.opts.get("file_client", "remote") == "local":
+            return self.local_pillar(), []
+        reply = self.call_master({"cmd": "_pillar", "grains": self.grains, "saltenv": self.opts.get("saltenv"),
+                                  "pillarenv": self.opts.get("pillarenv")})
+        return dict(reply.get("pillar") or {}), []
+
+    def state_source(self) -> Any:
+        if self.opts.get("file_client", "remote") == "local":
+            from compiler.roots import LocalRoots
+
+            return LocalRoots(self.opts.get("file_roots") or {})
+        from runtime.minion.remote import RemoteFiles
+
+        if self._remote_files is None:
+            self._remote_files = RemoteFiles(lambda payload: self.call_master(payload), self.opts["cachedir"])
+        self._remote_files.new_run()
+        return self._remote_files
+
+    def module_env(self, jid: str | None):
+        from runtime.modules import ModuleEnv
+
+        timeout = float(self.opts.get("refresh_timeout", 60))
+        return ModuleEnv(
+            opts=self.opts, grains=self.grains, pillar=self.pillar, fresh_pillar=self.fresh_pillar,
+            refresh_pillar=lambda: self.fire_local("pillar_refresh", {}, wait=timeout),
+            refresh_grains=lambda: self.fire_local("grains_refresh", {}, wait=timeout),
+            state_source=self.state_source(), fire_event=lambda tag, data: self.fire_local(tag, dict(data)),
+            jid=jid, jobs=self.jobs)
+
+
+def _plain(value: Any) -> Any:
+    """Make a return msgpack-safe (sets, tuples, objects)."""
+    if isinstance(value, dict):
+        return {str(k) if not isinstance(k, (str, int)) else k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_plain(v) for v in value]
+    if isinstance(value, (str, int, float, bool, bytes)) or value is None:
+        return value
+    return str(value)
+
+
+def run(opts: dict[str, Any]) -> int:
+    """Run one minion until SIGTERM/SIGINT."""
+    import signal
+
+    from runtime.log_setup import setup as setup_logging
+    from runtime.private_files import ensure_private_dir
+
+    setup_logging(opts.get("log_level") or "warning", opts.get("log_file"))
+    for key in ("pki_dir", "cachedir"):
+        ensure_private_dir(opts[key])
+    if opts.get("pidfile"):
+        os.makedirs(os.path.dirname(os.path.abspath(opts["pidfile"])), exist_ok=True)
+        with open(opts["pidfile"], "w", encoding="ascii") as fh:
+            fh.write(f"{os.getpid()}\n")
+    minion = Minion(opts)
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        log.warning("minion %s starting (master %s)", minion.id, minion.ret_address())
+        await minion.run(stop)
+
+    try:
+        asyncio.run(main())
+    finally:
+        if opts.get("pidfile"):
+            try:
+                os.unlink(opts["pidfile"])
+            except OSError:
+                pass
+        log.warning("minion %s stopped", minion.id)
+    return 0

@@ -1,0 +1,146 @@
+"""One session with the master (Swarmkit's agent session, seed 004).
+
+A session is one round of registration: authenticate (waiting while the key is
+pending), receive the heartbeat period and the publish key, then heartbeat,
+subscribe and listen concurrently.  Any failure closes the whole session; the
+caller rebuilds it after a delay drawn from ``Backoff``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from runtime import codec, transport
+from runtime.crypt.channel import ClientChannel
+from runtime.crypt.errors import AuthReplyError, CryptoError, RemoteRefusal
+from runtime.crypt.handshake import AuthGrant, AuthResult, finish_auth, start_auth
+from runtime.crypt.identity import Identity
+from runtime.crypt.trust import MasterTrust
+from runtime.transport_async import AsyncRequestClient
+
+log = logging.getLogger("saltpan.minion.session")
+
+
+class SessionError(Exception):
+    """The session is over (master gone, key revoked, refused ...): rebuild it."""
+
+
+class KeyNotAccepted(SessionError):
+    """The master rejected or denied our key."""
+
+
+@dataclass
+class Backoff:
+    """Swarmkit's backoff: after a failure ``backoff = min(initial + 2 * backoff, maximum)``;
+    the next attempt waits a random delay in [0, backoff) (or exactly backoff when not
+    randomized); a session that registers resets it to 0."""
+
+    initial: float
+    maximum: float
+    randomize: bool = True
+    value: float = 0.0
+
+    def failed(self) -> float:
+        self.value = min(self.initial + 2 * self.value, self.maximum)
+        return self.value
+
+    def reset(self) -> None:
+        self.value = 0.0
+
+    def delay(self, rng: random.Random | None = None) -> float:
+        if self.value <= 0:
+            return 0.0
+        if not self.randomize:
+            return self.value
+        return (rng or random).uniform(0, self.value)
+
+
+class Session:
+    """An authenticated channel to the master's request server."""
+
+    def __init__(self, client: AsyncRequestClient, channel: ClientChannel, result: AuthResult,
+                 request_timeout: float, request_tries: int):
+        self.client = client
+        self.channel = channel
+        self.result = result
+        self.grant: AuthGrant = result.grant  # type: ignore[assignment]
+        self.request_timeout = request_timeout
+        self.request_tries = request_tries
+
+    @property
+    def heartbeat(self) -> float:
+        return max(0.05, float(self.grant.heartbeat_s))
+
+    async def request(self, payload: dict[str, Any], timeout: float | None = None,
+                      tries: int | None = None) -> Any:
+        """Send a sealed request and return the opened reply payload.
+
+        Raises transport.RequestTimeout when the master does not answer, SessionError when the
+        master refuses the session (unknown/revoked), RemoteRefusal for other refusals.
+        """
+        (counter, reply) = await self.client.request_with(lambda: self.channel.seal_request(payload),
+                                                          timeout=timeout or self.request_timeout,
+                                                          tries=tries or self.request_tries)
+        try:
+            data = self.channel.open_reply(counter, reply)
+        except RemoteRefusal as exc:
+            if exc.reason in ("unknown_session", "revoked", "replayed", "too_old", "stale", "future"):
+                raise SessionError(f"master refused the session: {exc}") from None
+            raise
+        if isinstance(data, dict) and isinstance(data.get("error"), dict):
+            raise RemoteRefusal(str(data["error"].get("message")), str(data["error"].get("reason")))
+        return data
+
+    def close(self) -> None:
+        self.client.close()
+
+
+async def authenticate(address: str, identity: Identity, minion_id: str, trust: MasterTrust, opts: dict[str, Any],
+                       stop: asyncio.Event, ctx: Any = None, log_prefix: str = "") -> Session:
+    """Authenticate until accepted; raises SessionError on refusal or silence."""
+    timeout = float(opts.get("auth_timeout", 5.0))
+    client = AsyncRequestClient(address, ctx=ctx, timeout=timeout, tries=int(opts.get("auth_tries", 1)))
+    offset = 0
+    wait = float(opts.get("acceptance_wait_time", 10.0))
+    wait_max = float(opts.get("acceptance_wait_time_max", 0.0)) or wait
+    try:
+        while not stop.is_set():
+            attempt = start_auth(identity, minion_id, clock_offset_ms=offset)
+            try:
+                reply = await client.request(codec.pack_envelope(codec.ENC_CLEAR, attempt.load))
+            except transport.RequestTimeout as exc:
+                raise SessionError(f"no answer from the master at {address}: {exc}") from None
+            try:
+                envelope = codec.unpack_envelope(reply, codec.Limits(max_size=256 * 1024, max_items=64,
+                                                                     max_depth=4))
+                result = finish_auth(attempt, envelope.load, trust)
+            except AuthReplyError as exc:
+                raise SessionError(f"auth reply refused: {exc}") from None
+            except (CryptoError, codec.DecodeError) as exc:
+                raise SessionError(f"auth failed: {exc}") from None
+            offset = result.clock_offset_ms
+            if result.outcome == "accepted":
+                log.info("%sauthenticated with the master (session %s)", log_prefix, result.session.sid.hex()[:8])
+                channel = ClientChannel(result.session, clock_offset_ms=offset)
+                return Session(client, channel, result, float(opts.get("request_timeout", 10.0)),
+                               int(opts.get("request_tries", 2)))
+            if result.outcome == "pending":
+                log.warning("%skey is pending acceptance on the master; retrying in %.1f s", log_prefix, wait)
+                try:
+                    await asyncio.wait_for(stop.wait(), wait)
+                except TimeoutError:
+                    pass
+                wait = min(wait * 2, wait_max) if wait_max > wait else wait
+                continue
+            if result.outcome == "refused" and result.reason == "clock_skew":
+                continue
+            raise KeyNotAccepted(f"master answered {result.outcome}" + (f" ({result.reason})" if result.reason
+                                                                        else ""))
+        raise SessionError("stopping")
+    except BaseException:
+        client.close()
+        raise

@@ -1,0 +1,214 @@
+"""A real master and real minion processes on 127.0.0.1, for integration tests.
+
+Every daemon is a separate `python -m runtime` process with its own config
+under a temp dir, free ports, bounded waits, and is always stopped (SIGTERM,
+then SIGKILL) by ``Cluster.stop``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.netutil import free_port
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float, interval: float = 0.1, what: str = "condition") -> Any:
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = predicate()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what} (last value: {last!r})")
+
+
+class Daemon:
+    def __init__(self, name: str, argv: list[str], log_path: Path):
+        self.name = name
+        self.argv = argv
+        self.log_path = log_path
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        out = open(self.log_path.with_suffix(".out"), "ab")  # noqa: SIM115 - kept open for the process
+        env = dict(os.environ, PYTHONPATH=str(REPO))
+        self.proc = subprocess.Popen(self.argv, stdout=out, stderr=subprocess.STDOUT, cwd=REPO, env=env,
+                                     start_new_session=True)
+        out.close()
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def signal(self, sig: int) -> None:
+        if self.alive():
+            os.killpg(self.proc.pid, sig)
+
+    def stop(self, timeout: float = 8.0) -> None:
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGCONT)
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                pass
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)  # children too (master workers)
+        except ProcessLookupError:
+            pass
+        try:
+            self.proc.wait(3)
+        except subprocess.TimeoutExpired:
+            pass
+
+    def log(self) -> str:
+        text = ""
+        for path in (self.log_path, self.log_path.with_suffix(".out")):
+            if path.exists():
+                text += path.read_text(errors="replace")
+        return text
+
+
+class Cluster:
+    """tmp dir layout: master.yaml, <minion>.yaml, logs, roots."""
+
+    def __init__(self, base: Path, pillar_roots: dict | None = None, file_roots: dict | None = None,
+                 master_opts: dict | None = None):
+        self.base = base
+        self.publish_port = free_port()
+        self.ret_port = free_port()
+        self.master_conf = base / "master.yaml"
+        # ipc socket paths must stay under ~107 bytes: keep sock_dir short
+        self.sock_dir = tempfile.mkdtemp(prefix="sp-", dir="/tmp")
+        self.master_opts: dict[str, Any] = {
+            "root_dir": str(base / "master"),
+            "sock_dir": self.sock_dir,
+            "interface": "127.0.0.1",
+            "publish_port": self.publish_port,
+            "ret_port": self.ret_port,
+            "worker_threads": 2,
+            "log_file": str(base / "master.log"),
+            "log_level": "info",
+            "heartbeat_period": 0.5,
+            "pillar_roots": pillar_roots or {"base": [str(base / "pillar")]},
+            "file_roots": file_roots or {"base": [str(base / "states")]},
+        }
+        self.master_opts.update(master_opts or {})
+        self.master = Daemon("master", [sys.executable, "-m", "runtime", "master", "-c", str(self.master_conf)],
+                             base / "master.log")
+        self.minions: dict[str, Daemon] = {}
+        self.minion_confs: dict[str, Path] = {}
+
+    # -- config --------------------------------------------------------------------
+    def write_master_conf(self) -> None:
+        self.master_conf.write_text(yaml.safe_dump(self.master_opts))
+
+    def add_minion(self, minion_id: str, grains: dict | None = None, **opts: Any) -> Path:
+        conf = {
+            "id": minion_id,
+            "root_dir": str(self.base / minion_id),
+            "master": "127.0.0.1",
+            "master_port": self.ret_port,
+            "publish_port": self.publish_port,
+            "log_file": str(self.base / f"{minion_id}.log"),
+            "log_level": "info",
+            "acceptance_wait_time": 0.3,
+            "recon_default": 0.2,
+            "recon_max": 2.0,
+            "auth_timeout": 2.0,
+            "request_timeout": 3.0,
+            "grains": {"sandbox": str(self.base / f"sandbox-{minion_id}"), **(grains or {})},
+        }
+        conf.update(opts)
+        path = self.base / f"{minion_id}.yaml"
+        path.write_text(yaml.safe_dump(conf))
+        self.minion_confs[minion_id] = path
+        self.minions[minion_id] = Daemon(minion_id, [sys.executable, "-m", "runtime", "minion", "-c", str(path)],
+                                         self.base / f"{minion_id}.log")
+        return path
+
+    # -- lifecycle ------------------------------------------------------------------
+    def start_master(self, wait: bool = True) -> None:
+        self.write_master_conf()
+        self.master.start()
+        if wait:
+            sock = Path(self.master_opts["sock_dir"]) / "master_event_pub.ipc"
+            wait_for(lambda: sock.exists() and self.port_open(self.ret_port), 15, what="master sockets")
+
+    @staticmethod
+    def port_open(port: int) -> bool:
+        import socket
+
+        with socket.socket() as sock:
+            sock.settimeout(0.2)
+            return sock.connect_ex(("127.0.0.1", port)) == 0
+
+    def start_minions(self, *ids: str) -> None:
+        for minion_id in ids or tuple(self.minions):
+            self.minions[minion_id].start()
+
+    def stop(self) -> None:
+        for daemon in self.minions.values():
+            daemon.stop()
+        self.master.stop()
+        shutil.rmtree(self.sock_dir, ignore_errors=True)
+
+    # -- commands -------------------------------------------------------------------
+    def saltpan(self, *args: str, timeout: float = 60, check: bool = False) -> subprocess.CompletedProcess:
+        env = dict(os.environ, PYTHONPATH=str(REPO))
+        proc = subprocess.run([sys.executable, "-m", "runtime", *args], capture_output=True, text=True,
+                              timeout=timeout, cwd=REPO, env=env)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"saltpan {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+        return proc
+
+    def key(self, *args: str) -> subprocess.CompletedProcess:
+        return self.saltpan("key", "-c", str(self.master_conf), *args)
+
+    def keys(self) -> dict[str, list[str]]:
+        return json.loads(self.key("-L", "--out", "json").stdout)
+
+    def accept_all(self, expected: list[str], timeout: float = 20) -> None:
+        wait_for(lambda: set(expected) <= set(self.keys()["minions_pre"]) | set(self.keys()["minions"]), timeout,
+                 what=f"pending keys of {expected}")
+        self.key("-A", "-y")
+
+    def run(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+        return self.saltpan("run", "-c", str(self.master_conf), *args, timeout=timeout)
+
+    def run_json(self, *args: str, timeout: float = 60) -> dict[str, Any]:
+        """`saltpan run ... --out json --static` as {minion: return}."""
+        proc = self.run(*args, "--out", "json", "--static", timeout=timeout)
+        start = proc.stdout.find("{")
+        return json.loads(proc.stdout[start:]) if start >= 0 else {}
+
+    def wait_ping(self, ids: list[str], timeout: float = 30) -> None:
+        def ok() -> bool:
+            data = self.run_json("-L", ",".join(ids), "test.ping", "--timeout", "2")
+            return all(data.get(m) is True for m in ids)
+
+        wait_for(ok, timeout, interval=0.3, what=f"test.ping from {ids}")
+
+    def opts(self) -> dict[str, Any]:
+        from runtime import config
+
+        return config.load(str(self.master_conf), "master")
