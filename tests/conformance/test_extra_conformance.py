@@ -17,15 +17,7 @@ from tests.conformance import oracle
 HERE = os.path.dirname(os.path.abspath(__file__))
 DIRS = {"extra": os.path.join(HERE, "extra_cases"), "deviation": os.path.join(HERE, "extra_deviations")}
 
-_PREREQ = ("executor: a prereq target whose onfail/onchanges is not met is decided during the test-mode "
-           "pre-check in Salt (result True, recorded then, prereq'ing state 'No changes detected')")
-_LISTEN = "executor: Salt fires listeners in execution order of the chunks, saltpan in declaration order"
-KNOWN_DIFFERENCES: dict[tuple[str, str], str] = {
-    ("200-req-prereq-target-not-run", "apply"): _PREREQ,
-    ("200-req-prereq-target-not-run", "apply_test"): _PREREQ,
-    ("201-req-listen-order", "apply"): _LISTEN,
-    ("201-req-listen-order", "apply_test"): _LISTEN,
-}
+KNOWN_DIFFERENCES: dict[tuple[str, str], str] = {}
 
 
 def _params() -> list:
