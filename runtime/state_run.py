@@ -38,9 +38,14 @@ class StateRunner:
         self.opts = env.opts
         self.pillar = pillar
         self.source = env.state_source
-        self.compiler = pipeline.state_compiler(self.opts, self.source)
+        from runtime import modules
+
+        # templates rendered for a run on this host may call execution functions (salt['cmd.run'] ...)
+        runtime_functions = modules.function_table(env)
+        self.compiler = pipeline.state_compiler(self.opts, self.source, runtime_functions)
         self.renderer: Renderer = self.compiler.renderer
         self.functions = build_functions(self.opts.get("id") or "", env.grains, pillar, self.opts)
+        self.functions.extend(runtime_functions)
 
     def fetch_file(self, url: str, saltenv: str) -> tuple[bytes, str, int | None] | None:
         path, env_name = _parse_salt_url(url, saltenv)
