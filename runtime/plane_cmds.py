@@ -119,6 +119,34 @@ def run(args: argparse.Namespace) -> int:
     return 2 if failed_states else 0
 
 
+KEY_TITLES = {"minions": "Accepted Keys:", "minions_denied": "Denied Keys:", "minions_pre": "Unaccepted Keys:",
+              "minions_rejected": "Rejected Keys:"}
+# which key states each action looks at, as salt-key: pending, plus what --include-* adds
+KEY_ACTION_STATUSES = {
+    "accept": (("minions_pre", None), ("minions_rejected", "include_rejected"), ("minions_denied", "include_denied")),
+    "reject": (("minions_pre", None), ("minions", "include_accepted"), ("minions_denied", "include_denied")),
+}
+
+
+def key_lines(data: dict[str, Any]) -> list[str]:
+    """salt-key's text format: a title per key state (in Salt's order), then one id a line
+    (``id:  value`` when the state maps ids to fingerprints or keys)."""
+    lines: list[str] = []
+    for status in sorted(data):
+        lines.append(KEY_TITLES.get(status, f"{status}:"))
+        ids = data[status]
+        for minion_id in sorted(ids):
+            lines.append(f"{minion_id}:  {ids[minion_id]}" if isinstance(ids, dict) else minion_id)
+    return lines
+
+
+def _exact_match(ids: list[str]) -> str:
+    """A key match naming exactly these ids (glob characters escaped)."""
+    import re
+
+    return ",".join(re.sub(r"([*?\[])", r"[\1]", minion_id) for minion_id in ids)
+
+
 def key(args: argparse.Namespace) -> int:
     from runtime.master.keys import FileKeyStore
 
@@ -127,23 +155,25 @@ def key(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         return _fail("key", exc)
     store = FileKeyStore(opts["pki_dir"], max_pending=int(opts.get("max_pending_keys", 1000)))
-    if args.list or not any((args.accept, args.accept_all, args.reject, args.reject_all, args.delete,
-                             args.delete_all, args.finger, args.finger_all, args.print_key, args.print_all)):
-        keys = store.list_keys()
+
+    def show(data: dict[str, Any]) -> None:
         if args.out == "json":
-            print(json.dumps(keys, indent=4))
+            print(json.dumps(data, indent=4))
         else:
-            for title, name in (("Accepted Keys:", "minions"), ("Denied Keys:", "minions_denied"),
-                                ("Unaccepted Keys:", "minions_pre"), ("Rejected Keys:", "minions_rejected")):
-                print(title)
-                for minion_id in keys.get(name, []):
-                    print(minion_id)
+            for line in key_lines(data):
+                print(line)
+
+    actions = (args.accept, args.accept_all, args.reject, args.reject_all, args.delete, args.delete_all,
+               args.finger, args.finger_all, args.print_key, args.print_all)
+    if args.list or not any(actions):
+        show(store.list_keys())
         return 0
     if args.finger or args.finger_all:
-        print(json.dumps(store.finger(args.finger or "*"), indent=4))
+        show(store.finger(args.finger or "*"))
         return 0
     if args.print_key or args.print_all:
-        print(json.dumps(store.print_keys(args.print_key or "*"), indent=4))
+        show({status: {m: pem.strip() for m, pem in keys.items()}
+              for status, keys in store.print_keys(args.print_key or "*").items()})
         return 0
     if args.accept or args.accept_all:
         action, match = "accept", args.accept or "*"
@@ -151,25 +181,41 @@ def key(args: argparse.Namespace) -> int:
         action, match = "reject", args.reject or "*"
     else:
         action, match = "delete", args.delete or "*"
+    found = {status: sorted(ids) for status, ids in store.finger(match).items()}
+    if action != "delete":
+        wanted = {status for status, flag in KEY_ACTION_STATUSES[action] if flag is None or getattr(args, flag)}
+        found = {status: ids for status, ids in found.items() if status in wanted}
+        if not found:
+            words = [{"minions_pre": "unaccepted", "minions": "accepted", "minions_rejected": "rejected",
+                      "minions_denied": "denied"}[status] for status, flag in KEY_ACTION_STATUSES[action]
+                     if flag is None or getattr(args, flag)]
+            what = words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
+            print(f"The key glob '{match}' does not match any {what} keys.")
+            return 0
+    elif not found:
+        print(f"The key glob '{match}' does not match any keys.")
+        return 0
+    print(f"The following keys are going to be {action.rstrip('e')}ed:")
+    show(found)
     if not args.yes:
-        preview = store.list_keys()
-        print(f"The key glob '{match}' will be {action}ed. Keys now: {json.dumps(preview)}")
-        answer = input("Proceed? [n/Y] ").strip().lower()
-        if answer not in ("", "y", "yes"):
-            return 1
+        default = "n" if action == "delete" else "y"
+        try:
+            answer = input("Proceed? [N/y] " if action == "delete" else "Proceed? [n/Y] ").strip().lower()
+        except EOFError:
+            print("\nsaltpan key: no answer on stdin; pass -y to proceed without asking", file=sys.stderr)
+            return 2
+        if not (answer or default).startswith("y"):
+            return 0
+    exact = _exact_match(sorted({m for ids in found.values() for m in ids}))
     if action == "accept":
-        changed = store.accept(match, include_rejected=args.include_rejected, include_denied=args.include_denied)
+        changed = store.accept(exact, include_rejected=args.include_rejected, include_denied=args.include_denied)
     elif action == "reject":
-        changed = store.reject(match, include_accepted=args.include_accepted, include_denied=args.include_denied)
+        changed = store.reject(exact, include_accepted=args.include_accepted, include_denied=args.include_denied)
     else:
-        changed = store.delete(match)
+        changed = store.delete(exact)
     _after_key_change(opts, action, changed)
-    for status, ids in changed.items():
-        for minion_id in ids:
-            print(f"Key for minion {minion_id} {action}ed" + (f" (was {status})" if status else ""))
-    if not any(changed.values()):
-        print(f"The key glob '{match}' does not match any key to {action}.")
-        return 1
+    for minion_id in sorted({m for ids in changed.values() for m in ids}):
+        print(f"Key for minion {minion_id} {action.rstrip('e')}ed.")
     return 0
 
 
@@ -191,6 +237,8 @@ def _after_key_change(opts: dict[str, Any], action: str, changed: dict[str, list
                 store.revoke(minion_id, f"key {action}")
         finally:
             store.close()
+    if not os.path.exists(os.path.join(opts["sock_dir"], "master_event_pull.ipc")):
+        return  # the master is not running: nobody to tell
     try:
         import zmq
 
@@ -199,7 +247,7 @@ def _after_key_change(opts: dict[str, Any], action: str, changed: dict[str, list
         pusher = EventPusher(zmq.Context.instance(), opts["sock_dir"])
         for minion_id in ids:
             pusher.fire("salt/key", {"id": minion_id, "act": action, "result": True})
-        pusher.close()
+        pusher.close(linger_ms=2000)  # deliver them before this process exits
     except Exception:  # noqa: BLE001 - the master may not be running
         pass
 
@@ -349,7 +397,7 @@ def register(sub: argparse._SubParsersAction, outputs: list[str]) -> None:
     p.add_argument("--include-rejected", action="store_true")
     p.add_argument("--include-denied", action="store_true")
     p.add_argument("--include-accepted", action="store_true")
-    p.add_argument("--out", choices=["json", "txt"])
+    p.add_argument("--out", choices=["json", "key"], help="json, or salt-key's text format (default)")
     p.set_defaults(func=key)
 
     p = sub.add_parser("event", help="watch the master's event bus")

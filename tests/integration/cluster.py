@@ -36,15 +36,16 @@ def wait_for(predicate: Callable[[], Any], timeout: float, interval: float = 0.1
 
 
 class Daemon:
-    def __init__(self, name: str, argv: list[str], log_path: Path):
+    def __init__(self, name: str, argv: list[str], log_path: Path, env: dict[str, str] | None = None):
         self.name = name
         self.argv = argv
         self.log_path = log_path
+        self.env = env or {}
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> None:
         out = open(self.log_path.with_suffix(".out"), "ab")  # noqa: SIM115 - kept open for the process
-        env = dict(os.environ, PYTHONPATH=str(REPO))
+        env = dict(os.environ, PYTHONPATH=str(REPO), **self.env)
         self.proc = subprocess.Popen(self.argv, stdout=out, stderr=subprocess.STDOUT, cwd=REPO, env=env,
                                      start_new_session=True)
         out.close()
@@ -137,8 +138,9 @@ class Cluster:
         path = self.base / f"{minion_id}.yaml"
         path.write_text(yaml.safe_dump(conf))
         self.minion_confs[minion_id] = path
+        # SALTPAN_TEST_ID lets a job's shell command say which minion ran it (marker files)
         self.minions[minion_id] = Daemon(minion_id, [sys.executable, "-m", "runtime", "minion", "-c", str(path)],
-                                         self.base / f"{minion_id}.log")
+                                         self.base / f"{minion_id}.log", env={"SALTPAN_TEST_ID": minion_id})
         return path
 
     # -- lifecycle ------------------------------------------------------------------
