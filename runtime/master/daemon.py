@@ -42,15 +42,25 @@ def _child_setup(opts: dict[str, Any], name: str) -> threading.Event:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     setup_logging(opts.get("log_level") or "warning", opts.get("log_file"))
-    try:
-        import setproctitle  # noqa: F401  (optional)
-    except ImportError:
-        pass
+    set_process_name(name)
     return stop
 
 
+def set_process_name(name: str) -> None:
+    """Name this process for ps, top and pgrep (``/proc/<pid>/comm``, 15 bytes on Linux):
+    ``MWorker-0``, ``Publisher``, ``EventPublisher``, ``ReqServer``, ``Maintenance``, as Salt
+    names its master processes."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(15, ctypes.c_char_p(name.encode()[:15]), 0, 0, 0)  # PR_SET_NAME
+    except (OSError, AttributeError):
+        pass
+
+
 def publisher_main(opts: dict[str, Any]) -> None:
-    stop = _child_setup(opts, "publisher")
+    stop = _child_setup(opts, "Publisher")
     ctx = zmq.Context()
     pull = transport.make_socket(ctx, zmq.PULL)
     transport.bind(pull, transport.ipc_address(opts["sock_dir"], worker_mod.PUBLISH_PULL))
@@ -70,7 +80,7 @@ def publisher_main(opts: dict[str, Any]) -> None:
 
 
 def event_publisher_main(opts: dict[str, Any]) -> None:
-    stop = _child_setup(opts, "event_publisher")
+    stop = _child_setup(opts, "EventPublisher")
     ctx = zmq.Context()
     pull = transport.make_socket(ctx, zmq.PULL)
     transport.bind(pull, transport.ipc_address(opts["sock_dir"], EVENT_PULL))
@@ -97,7 +107,7 @@ def event_publisher_main(opts: dict[str, Any]) -> None:
 
 
 def req_server_main(opts: dict[str, Any]) -> None:
-    stop = _child_setup(opts, "req_server")
+    stop = _child_setup(opts, "ReqServer")
     ctx = zmq.Context()
     limits = transport.SocketLimits(max_message_size=int(opts.get("max_message_size", 16 * 1024 * 1024)))
     front = transport.make_socket(ctx, zmq.ROUTER, limits)
@@ -118,14 +128,14 @@ def req_server_main(opts: dict[str, Any]) -> None:
 
 
 def worker_main(opts: dict[str, Any], identity: Identity, index: int) -> None:
-    stop = _child_setup(opts, f"worker-{index}")
+    stop = _child_setup(opts, f"MWorker-{index}")
     worker_mod.run(opts, identity, index, stop)
 
 
 def maintenance_main(opts: dict[str, Any]) -> None:
     from runtime.master import maintenance
 
-    stop = _child_setup(opts, "maintenance")
+    stop = _child_setup(opts, "Maintenance")
     maintenance.run(opts, stop)
 
 
@@ -235,12 +245,12 @@ def run(opts: dict[str, Any]) -> int:
     identity = prepare(opts)
     write_pidfile(opts.get("pidfile"))
     manager = ProcessManager()
-    manager.add("event_publisher", event_publisher_main, opts)
-    manager.add("publisher", publisher_main, opts)
+    manager.add("EventPublisher", event_publisher_main, opts)
+    manager.add("Publisher", publisher_main, opts)
     for index in range(max(1, int(opts.get("worker_threads", 5)))):
-        manager.add(f"worker-{index}", worker_main, opts, identity, index)
-    manager.add("req_server", req_server_main, opts)
-    manager.add("maintenance", maintenance_main, opts)
+        manager.add(f"MWorker-{index}", worker_main, opts, identity, index)
+    manager.add("ReqServer", req_server_main, opts)
+    manager.add("Maintenance", maintenance_main, opts)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())

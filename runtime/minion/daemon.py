@@ -141,11 +141,12 @@ class Minion:
     async def run_session(self, session: Session, stop: asyncio.Event) -> None:
         grant = session.grant
         pkey = PublishKey(grant.publish_epoch, grant.publish_key, 0)
+        began = session.result.master_now_ms  # older publications can only be replays here
         if self.receiver is None:
             self.receiver = PublicationReceiver(session.result.master_pub, pkey,
-                                                clock_offset_ms=session.result.clock_offset_ms)
+                                                clock_offset_ms=session.result.clock_offset_ms, not_before_ms=began)
         else:
-            self.receiver.adopt(pkey)
+            self.receiver.adopt(pkey, not_before_ms=began)
             self.receiver.clock_offset_ms = session.result.clock_offset_ms
         sub = transport.make_subscriber(self.ctx, self.pub_address(), self.id)
         self.session = session

@@ -168,6 +168,27 @@ class Cluster:
             daemon.stop()
         self.master.stop()
 
+    def master_children(self) -> dict[str, int]:
+        """The master's child processes by name (``/proc/<pid>/comm``: MWorker-0, Publisher ...)."""
+        out: dict[str, int] = {}
+        assert self.master.proc is not None
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                stat = (entry / "stat").read_text()
+                comm = (entry / "comm").read_text().strip()
+            except OSError:
+                continue
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            if ppid == self.master.proc.pid:
+                out[comm] = int(entry.name)
+        return out
+
+    @property
+    def sock_dir(self) -> Path:
+        return Path(self.master_opts["root_dir"]) / "var/run/saltpan/master"
+
     # -- commands -------------------------------------------------------------------
     def saltpan(self, *args: str, timeout: float = 60, check: bool = False) -> subprocess.CompletedProcess:
         env = dict(os.environ, PYTHONPATH=str(REPO))
