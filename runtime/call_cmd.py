@@ -29,6 +29,8 @@ def yamlify(value: str) -> Any:
         return value
     if parsed is None and value.strip().lower() not in ("null", "none", "~"):
         return value
+    if isinstance(parsed, int) and not isinstance(parsed, bool) and not -2**63 <= parsed < 2**64:
+        return value  # a 20-digit jid: an int this large cannot travel in msgpack, and means the text
     if isinstance(parsed, (int, float, bool, list, dict)) or parsed is None:
         return parsed
     return value

@@ -56,7 +56,10 @@ class LocalClient:
                               "publisher_acl users can publish)") from None
 
     def _clear_request(self, cmd: str, body: dict[str, Any]) -> dict[str, Any]:
-        packed = codec.pack(body)
+        try:
+            packed = codec.pack(body)
+        except codec.EncodeError as exc:
+            raise ClientError(f"the job's arguments cannot be sent: {exc}") from None
 
         def make() -> tuple[None, bytes]:
             proof = make_proof(self.key, self.user, packed)

@@ -112,11 +112,14 @@ def run(args: argparse.Namespace) -> int:
     if not final.minions:
         print("No minions matched the target. No command was sent, no jid was assigned.", file=sys.stderr)
         return 2
+    # as `salt`: exit 1 when a minion did not return or returned a non-zero retcode
+    failed = sorted(m for m, r in final.returns.items() if r.get("retcode") not in (0, None))
     if final.missing:
-        print(f"ERROR: Minions returned with non-zero exit code or did not return: {', '.join(final.missing)}",
-              file=sys.stderr)
-        return 1
-    return 2 if failed_states else 0
+        print(f"ERROR: Minions did not return: {', '.join(final.missing)} (they may still be running the job; "
+              f"to look up the returns later: saltpan jobs lookup {final.jid})", file=sys.stderr)
+    if failed:
+        print(f"ERROR: Minions returned with non-zero exit code: {', '.join(failed)}", file=sys.stderr)
+    return 1 if final.missing or failed or failed_states else 0
 
 
 KEY_TITLES = {"minions": "Accepted Keys:", "minions_denied": "Denied Keys:", "minions_pre": "Unaccepted Keys:",
@@ -279,6 +282,22 @@ def event(args: argparse.Namespace) -> int:
     return 0
 
 
+MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
+def jid_to_time(jid: str) -> str:
+    """Salt's StartTime of a job: ``2026, Nov 22 00:59:21.979262`` (the time in the jid)."""
+    if len(jid) != 20 or not jid.isdigit() or not 1 <= int(jid[4:6]) <= 12:
+        return ""
+    return f"{jid[:4]}, {MONTHS[int(jid[4:6]) - 1]} {jid[6:8]} {jid[8:10]}:{jid[10:12]}:{jid[12:14]}.{jid[14:20]}"
+
+
+def job_instance(jid: str, job: dict[str, Any]) -> dict[str, Any]:
+    """A job as ``salt-run jobs.list_jobs`` shows it."""
+    return {"Function": job.get("fun"), "Arguments": list(job.get("arg") or []), "Target": job.get("tgt"),
+            "Target-type": job.get("tgt_type"), "User": job.get("user"), "StartTime": jid_to_time(jid)}
+
+
 def jobs(args: argparse.Namespace) -> int:
     from runtime import output
     from runtime.master.jobcache import SQLiteJobCache
@@ -295,19 +314,26 @@ def jobs(args: argparse.Namespace) -> int:
         except ClientError as exc:
             return _fail("jobs", exc)
         active: dict[str, Any] = {}
-        for minion_id, ret in result.returns.items():
-            for job in ret.get("return") or []:
-                if isinstance(job, dict):
-                    entry = active.setdefault(job.get("jid"), {"Function": job.get("fun"), "Running": []})
+        for minion_id, ret in sorted(result.returns.items()):
+            running = ret.get("return")
+            for job in running if isinstance(running, list) else []:
+                if isinstance(job, dict) and isinstance(job.get("jid"), str):
+                    entry = active.setdefault(job["jid"], {**job_instance(job["jid"], job), "Running": [],
+                                                           "Returned": []})
                     entry["Running"].append({minion_id: job.get("pid")})
+        if active:
+            cache = SQLiteJobCache(opts["cachedir"])
+            try:
+                for jid, entry in active.items():
+                    entry["Returned"] = sorted(cache.returns(jid))
+            finally:
+                cache.close()
         print(output.render(active, args.out or "nested", sys.stdout))
         return 0
     cache = SQLiteJobCache(opts["cachedir"])
     try:
         if args.action == "list":
-            data = {j["jid"]: {"Function": j["fun"], "Arguments": j["arg"], "Target": j["tgt"],
-                               "Target-type": j["tgt_type"], "User": j["user"], "Minions": j["minions"]}
-                    for j in cache.list_jobs(int(args.limit))}
+            data = {j["jid"]: job_instance(j["jid"], j) for j in cache.list_jobs(int(args.limit))}
         else:
             if not args.jid:
                 return _fail("jobs", ValueError("lookup needs a JID"))

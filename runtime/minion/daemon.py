@@ -320,13 +320,15 @@ class Minion:
             log.debug("job %s failed", job.get("jid"), exc_info=True)
             return f"The minion function caused an exception: {type(exc).__name__}: {exc}\n" \
                    f"{traceback.format_exc(limit=5)}", 1, False
-        retcode = 0
-        if job["fun"] in STATE_FUNS:
+        if job["fun"] in STATE_FUNS:  # Salt's state retcodes: 1 compile errors, 2 a failed state
+            retcode = 0
             if isinstance(ret, list):
                 retcode = 1
             elif isinstance(ret, dict) and any(isinstance(r, dict) and r.get("result") is False
                                                for r in ret.values()):
                 retcode = 2
+        else:
+            retcode = env.retcode if isinstance(env.retcode, int) and not isinstance(env.retcode, bool) else 0
         return _plain(ret), retcode, True
 
     def execute_in_process(self, job: dict[str, Any]) -> tuple[Any, int, bool]:
