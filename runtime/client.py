@@ -88,8 +88,8 @@ class LocalClient:
 
     def listener(self) -> EventListener | None:
         sock_dir = self.opts["sock_dir"]
-        path = transport.ipc_path(sock_dir, "master_event_pub.ipc")
-        if not os.access(path, os.R_OK | os.W_OK):
+        # a publisher_acl user cannot reach sock_dir (0700): it polls the job cache instead
+        if not os.access(os.path.join(sock_dir, "master_event_pub.ipc"), os.R_OK | os.W_OK):
             return None
         listener = EventListener(sock_dir, "salt/job/")
         if not listener.wait_connected(sock_dir, 2.0):
