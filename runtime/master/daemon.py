@@ -27,7 +27,7 @@ from runtime import transport
 from runtime.crypt.clientkey import client_key_path, load_or_create_client_key
 from runtime.crypt.identity import Identity, load_or_create_identity
 from runtime.events import EVENT_PUB, EVENT_PULL
-from runtime.log_setup import setup as setup_logging
+from runtime.log_setup import setup_daemon
 from runtime.master import worker as worker_mod
 from runtime.master.sessions import SQLiteSessionStore
 from runtime.private_files import ensure_private_dir
@@ -41,7 +41,7 @@ def _child_setup(opts: dict[str, Any], name: str) -> threading.Event:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
-    setup_logging(opts.get("log_level") or "warning", opts.get("log_file"))
+    setup_daemon(opts)
     set_process_name(name)
     return stop
 
@@ -230,20 +230,51 @@ def _client_key_for(cachedir: str, user: str) -> None:
         os.chmod(cachedir, 0o711)
 
 
-def write_pidfile(path: str | None) -> None:
-    if not path:
-        return
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "w", encoding="ascii") as fh:
-        fh.write(f"{os.getpid()}\n")
+def check_ports(opts: dict[str, Any]) -> None:
+    """Fail at once, with the address, when a port the master needs is taken (instead of
+    children dying and being restarted in a loop)."""
+    import socket
+
+    from runtime.transport import TransportError
+
+    for key in ("publish_port", "ret_port"):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                sock.bind((opts["interface"], int(opts[key])))
+            except OSError as exc:
+                raise TransportError(f"cannot bind {key} {opts['interface']}:{opts[key]}: {exc.strerror} "
+                                     "(another master running?)") from None
 
 
 def run(opts: dict[str, Any]) -> int:
-    """Run the master until SIGTERM/SIGINT."""
-    setup_logging(opts.get("log_level") or "warning", opts.get("log_file"))
+    """Run the master until SIGTERM/SIGINT; 0 after a clean stop, 2 when it cannot start."""
+    import sys
+
+    from runtime import pidfile
+    from runtime.crypt.errors import KeyFileError
+    from runtime.log_setup import LogFileError, setup_daemon
+    from runtime.transport import TransportError
+
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
     opts["__role"] = "master"
-    identity = prepare(opts)
-    write_pidfile(opts.get("pidfile"))
+    try:
+        setup_daemon(opts)
+        check_ports(opts)
+        pidfile.claim(opts.get("pidfile"), "master")
+    except (LogFileError, TransportError, pidfile.PidFileError, OSError) as exc:
+        print(f"saltpan master: {exc}", file=sys.stderr)
+        log.error("cannot start: %s", exc)
+        return 2
+    try:
+        identity = prepare(opts)
+    except (OSError, KeyFileError) as exc:
+        print(f"saltpan master: {exc}", file=sys.stderr)
+        log.error("cannot start: %s", exc)
+        pidfile.release(opts.get("pidfile"))
+        return 2
     manager = ProcessManager()
     manager.add("EventPublisher", event_publisher_main, opts)
     manager.add("Publisher", publisher_main, opts)
@@ -251,9 +282,6 @@ def run(opts: dict[str, Any]) -> int:
         manager.add(f"MWorker-{index}", worker_main, opts, identity, index)
     manager.add("ReqServer", req_server_main, opts)
     manager.add("Maintenance", maintenance_main, opts)
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
     manager.start_all()
     log.warning("master started: ret_port %s, publish_port %s, %d workers (pid %d)", opts["ret_port"],
                 opts["publish_port"], int(opts.get("worker_threads", 5)), os.getpid())
@@ -262,10 +290,6 @@ def run(opts: dict[str, Any]) -> int:
             manager.check()
     finally:
         manager.stop_all()
-        if opts.get("pidfile"):
-            try:
-                os.unlink(opts["pidfile"])
-            except OSError:
-                pass
+        pidfile.release(opts.get("pidfile"))
         log.warning("master stopped")
     return 0

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
-import os
 import socket
 import threading
 import time
@@ -279,6 +278,11 @@ class Minion:
 
     async def run_job(self, job: dict[str, Any]) -> None:
         jid, fun = job["jid"], job["fun"]
+        log.info("%suser %s executing %s with jid %s", self.prefix, job.get("user", ""), fun, jid)
+        # argument values may hold secrets (cmd.run with a password): never logged
+        log.debug("%sjob %s: %d arguments, keyword arguments %s, target %r (%s)", self.prefix, jid,
+                  len(job.get("arg") or []), sorted(job.get("kwarg") or {}), job.get("tgt"),
+                  job.get("tgt_type", "glob"))
         self.jobs.add(RunningJob(jid, fun, list(job.get("arg") or []), job.get("tgt"),
                                  str(job.get("tgt_type", "glob")), str(job.get("user", ""))))
         loop = asyncio.get_running_loop()
@@ -302,6 +306,7 @@ class Minion:
             return
         try:
             await session.request(load)
+            log.debug("%sreturned job %s (retcode %s)", self.prefix, load["jid"], load.get("retcode"))
         except RemoteRefusal as exc:
             log.warning("%sreturn for %s refused: %s", self.prefix, load["jid"], exc)
         except (transport.RequestTimeout, SessionError) as exc:
@@ -404,36 +409,46 @@ def _plain(value: Any) -> Any:
 
 
 def run(opts: dict[str, Any]) -> int:
-    """Run one minion until SIGTERM/SIGINT."""
+    """Run one minion until SIGTERM/SIGINT; 0 after a clean stop, 2 when it cannot start."""
     import signal
+    import sys
 
-    from runtime.log_setup import setup as setup_logging
+    from runtime import pidfile
+    from runtime.log_setup import LogFileError, setup_daemon
     from runtime.private_files import ensure_private_dir
 
-    setup_logging(opts.get("log_level") or "warning", opts.get("log_file"))
-    for key in ("pki_dir", "cachedir"):
-        ensure_private_dir(opts[key])
-    if opts.get("pidfile"):
-        os.makedirs(os.path.dirname(os.path.abspath(opts["pidfile"])), exist_ok=True)
-        with open(opts["pidfile"], "w", encoding="ascii") as fh:
-            fh.write(f"{os.getpid()}\n")
-    minion = Minion(opts)
+    stopping = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stopping.set())  # until the event loop takes over
+    try:
+        setup_daemon(opts)
+        for key in ("pki_dir", "cachedir"):
+            ensure_private_dir(opts[key])
+        pidfile.claim(opts.get("pidfile"), "minion")
+    except (LogFileError, pidfile.PidFileError, OSError) as exc:
+        print(f"saltpan minion: {exc}", file=sys.stderr)
+        log.error("cannot start: %s", exc)
+        return 2
+    try:
+        minion = Minion(opts)
+    except (OSError, CryptoError) as exc:
+        print(f"saltpan minion: {exc}", file=sys.stderr)
+        log.error("cannot start: %s", exc)
+        pidfile.release(opts.get("pidfile"))
+        return 2
 
     async def main() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
+        if stopping.is_set():
+            stop.set()
         log.warning("minion %s starting (master %s)", minion.id, minion.ret_address())
         await minion.run(stop)
 
     try:
         asyncio.run(main())
     finally:
-        if opts.get("pidfile"):
-            try:
-                os.unlink(opts["pidfile"])
-            except OSError:
-                pass
+        pidfile.release(opts.get("pidfile"))
         log.warning("minion %s stopped", minion.id)
     return 0
