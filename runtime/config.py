@@ -126,6 +126,9 @@ OPTIONS: dict[str, Option] = {
     "max_pending_keys": Option(1000, "int", "master", "Largest number of pending keys (key-store flooding)."),
     "clear_rate_per_peer": Option(200.0, "num", "master", "Clear requests (auth, publish) a second per peer IP."),
     "clear_rate_global": Option(2000.0, "num", "master", "Clear requests a second for all peers together."),
+    "gather_job_timeout": Option(3.0, "num", "master",
+                                 "Seconds `saltpan run` waits for minions to say whether they still run a job once "
+                                 "its timeout has passed (Salt's default is 10)."),
     "auth_timeout": Option(5.0, "num", "minion", "Seconds to wait for an auth reply."),
     "request_timeout": Option(10.0, "num", "minion", "Seconds to wait for the reply to a request."),
     "refresh_timeout": Option(60.0, "num", "minion", "Seconds saltutil.refresh_* waits for the refresh."),

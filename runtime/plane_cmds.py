@@ -74,7 +74,10 @@ def run(args: argparse.Namespace) -> int:
         failed_states = False
         summary: list[tuple[str, bool]] = []
         final: JobResult | None = None
-        for item in client.cmd_iter(tgt, args.fun, fun_args, fun_kwargs, args.tgt_type, float(args.timeout)):
+        gather = args.gather_job_timeout if args.gather_job_timeout is not None else \
+            float(opts.get("gather_job_timeout", 3.0))
+        for item in client.cmd_iter(tgt, args.fun, fun_args, fun_kwargs, args.tgt_type, float(args.timeout),
+                                    gather_job_timeout=gather):
             if isinstance(item, JobResult):
                 final = item
                 continue
@@ -398,6 +401,9 @@ def register(sub: argparse._SubParsersAction, outputs: list[str]) -> None:
         group.add_argument(flag, dest="tgt_type", action="store_const", const=tgt_type, help=f"{tgt_type} target")
     p.set_defaults(tgt_type="glob")
     p.add_argument("--timeout", "-t", type=float, default=5.0, help="seconds to wait for returns (default 5)")
+    p.add_argument("--gather-job-timeout", dest="gather_job_timeout", type=float, default=None,
+                   help="seconds to wait for minions to say whether they still run the job, once --timeout "
+                        "has passed (config gather_job_timeout, default 3)")
     p.add_argument("--async", dest="run_async", action="store_true", help="print the job id and return")
     p.add_argument("--static", action="store_true", help="print all returns together at the end")
     p.add_argument("--out", choices=outputs + ["highstate"], help="outputter")

@@ -205,8 +205,11 @@ class Cluster:
         return json.loads(self.key("-L", "--out", "json").stdout)
 
     def accept_all(self, expected: list[str], timeout: float = 20) -> None:
-        wait_for(lambda: set(expected) <= set(self.keys()["minions_pre"]) | set(self.keys()["minions"]), timeout,
-                 what=f"pending keys of {expected}")
+        def known() -> bool:
+            keys = self.keys()
+            return set(expected) <= set(keys["minions_pre"]) | set(keys["minions"])
+
+        wait_for(known, timeout, what=f"pending keys of {expected}")
         self.key("-A", "-y")
 
     def run(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
@@ -219,11 +222,21 @@ class Cluster:
         return json.loads(proc.stdout[start:]) if start >= 0 else {}
 
     def wait_ping(self, ids: list[str], timeout: float = 30) -> None:
+        """Wait until every minion in ``ids`` answers test.ping (first until their heartbeats
+        make them present, so that a ping is not wasted on a minion still authenticating)."""
+        deadline = time.monotonic() + timeout
+
+        def present() -> bool:
+            proc = self.saltpan("minions", "-c", str(self.master_conf), "--status", "--out", "json")
+            return proc.returncode == 0 and set(ids) <= set(json.loads(proc.stdout)["up"])
+
+        wait_for(present, timeout, interval=0.2, what=f"heartbeats from {ids}")
+
         def ok() -> bool:
-            data = self.run_json("-L", ",".join(ids), "test.ping", "--timeout", "2")
+            data = self.run_json("-L", ",".join(ids), "test.ping", "--timeout", "2", "--gather-job-timeout", "1")
             return all(data.get(m) is True for m in ids)
 
-        wait_for(ok, timeout, interval=0.3, what=f"test.ping from {ids}")
+        wait_for(ok, max(5.0, deadline - time.monotonic()), interval=0.1, what=f"test.ping from {ids}")
 
     def opts(self) -> dict[str, Any]:
         from runtime import config

@@ -197,7 +197,7 @@ def test_stopped_minion_is_named_after_the_timeout(keyed: Cluster) -> None:
     keyed.minions["web01"].stop()
     assert not keyed.minions["web01"].alive()
     started = time.monotonic()
-    proc = keyed.run("web*", "test.ping", "--timeout", "2")
+    proc = keyed.run("web*", "test.ping", "--timeout", "2", "--gather-job-timeout", "1")
     assert time.monotonic() - started < 20
     assert proc.returncode == 1
     assert "web01:\n    Minion did not return. [No response]" in proc.stdout

@@ -48,7 +48,7 @@ def test_job_cache_and_events(cluster: Cluster) -> None:
 def test_stopped_minion_is_named(cluster: Cluster) -> None:
     cluster.minions["db01"].signal(signal.SIGSTOP)
     try:
-        proc = cluster.run("*", "test.ping", "--timeout", "1.5", timeout=30)
+        proc = cluster.run("*", "test.ping", "--timeout", "1.5", "--gather-job-timeout", "1", timeout=30)
         assert proc.returncode == 1
         assert "db01" in proc.stderr
         assert "Minion did not return" in proc.stdout
