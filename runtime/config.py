@@ -86,7 +86,8 @@ OPTIONS: dict[str, Option] = {
     "failhard": Option(False, "bool", "both", "Stop a state run at the first failure."),
     "test": Option(False, "bool", "minion", "Run states in test mode by default."),
     "state_output": Option("full", "str", "minion", "highstate outputter detail: full, terse, mixed, changes."),
-    "state_verbose": Option(True, "bool", "minion", "Show states without changes in the highstate outputter."),
+    "state_verbose": Option(True, "bool", "both",
+                            "Show states without changes in the highstate outputter (`saltpan call`, and `saltpan run` on a master)."),
     "file_client": Option("remote", "str", "minion", "remote (files and pillar from the master) or local."),
     # paths and logging
     "root_dir": Option("/", "path", "both", "Prefix for the default paths below."),

@@ -15,8 +15,22 @@ TGT_FLAGS = {"pcre": "-E", "list": "-L", "grain": "-G", "grain_pcre": "-P", "pil
 STATE_FUNS = {"state.apply", "state.highstate", "state.sls", "state.single"}
 
 
+DEFAULT_CONFIG_DIR = "/etc/saltpan"
+
+
+def config_path(given: str | None, role: str, default_dir: str = DEFAULT_CONFIG_DIR) -> str | None:
+    """The config file for ``role``: ``-c FILE``; ``-c DIR`` reads ``DIR/<role>`` (what Salt's -c
+    means); without -c, ``/etc/saltpan/<role>`` when it exists (as Salt reads /etc/salt/master)."""
+    import os
+
+    if given:
+        return os.path.join(given, role) if os.path.isdir(given) else given
+    default = os.path.join(default_dir, role)
+    return default if os.path.isfile(default) else None
+
+
 def _opts(args: argparse.Namespace, role: str) -> dict[str, Any]:
-    opts = config_mod.load(args.config, role) if args.config else config_mod.load(None, role)
+    opts = config_mod.load(config_path(args.config, role), role)
     level = getattr(args, "log_level", None)
     if level:
         opts["log_level"] = level
@@ -89,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
             if fmt == "highstate" and state_run:
                 from runtime.highstate_output import format_state_run
 
-                text, ok = format_state_run(minion_id, ret, color=color)
+                text, ok = format_state_run(minion_id, ret, color=color, verbose=bool(opts.get("state_verbose", True)))
                 print(text, flush=True)
                 summary.append((minion_id, ok))
                 failed_states = failed_states or not ok
@@ -383,7 +397,8 @@ def minions(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction, outputs: list[str]) -> None:
     def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--config", "-c", help="config file")
+        p.add_argument("--config", "-c", help=f"config file, or a directory holding one named after the role "
+                                               f"(default {DEFAULT_CONFIG_DIR}/<master|minion> when it exists)")
         p.add_argument("-l", "--log-level", dest="log_level", help="log level")
 
     p = sub.add_parser("master", help="run the master daemon")
