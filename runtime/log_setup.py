@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import logging.handlers
 import os
 from typing import Any
 
@@ -37,7 +38,8 @@ def setup(level: str = "warning", log_file: str | None = None, *, file_level: st
             os.makedirs(os.path.dirname(os.path.abspath(log_file)), exist_ok=True)
             fd = os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
             os.close(fd)
-            handler: logging.Handler = logging.FileHandler(log_file, encoding="utf-8")
+            # reopened when logrotate moves the file away (as Salt's log file handler)
+            handler: logging.Handler = logging.handlers.WatchedFileHandler(log_file, encoding="utf-8")
         except OSError as exc:
             raise LogFileError(f"cannot open log_file {log_file}: {exc.strerror} (set log_file, or root_dir, "
                                "in the config)") from None

@@ -247,11 +247,21 @@ def check_ports(opts: dict[str, Any]) -> None:
                                      "(another master running?)") from None
 
 
+def _accepting(opts: dict[str, Any]) -> bool:
+    """Whether the ReqServer accepts connections yet (for systemd's READY=1)."""
+    import socket
+
+    host = opts["interface"] if opts["interface"] not in ("0.0.0.0", "") else "127.0.0.1"
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(0.2)
+        return sock.connect_ex((host, int(opts["ret_port"]))) == 0
+
+
 def run(opts: dict[str, Any]) -> int:
     """Run the master until SIGTERM/SIGINT; 0 after a clean stop, 2 when it cannot start."""
     import sys
 
-    from runtime import pidfile
+    from runtime import pidfile, sdnotify
     from runtime.crypt.errors import KeyFileError
     from runtime.log_setup import LogFileError, setup_daemon
     from runtime.transport import TransportError
@@ -285,10 +295,15 @@ def run(opts: dict[str, Any]) -> int:
     manager.start_all()
     log.warning("master started: ret_port %s, publish_port %s, %d workers (pid %d)", opts["ret_port"],
                 opts["publish_port"], int(opts.get("worker_threads", 5)), os.getpid())
+    ready = False
     try:
         while not stop.wait(0.2):
             manager.check()
+            if not ready and _accepting(opts):
+                sdnotify.notify(f"READY=1\nSTATUS=serving on ports {opts['publish_port']}/{opts['ret_port']}")
+                ready = True
     finally:
+        sdnotify.notify("STOPPING=1")
         manager.stop_all()
         pidfile.release(opts.get("pidfile"))
         log.warning("master stopped")

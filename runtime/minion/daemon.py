@@ -413,7 +413,7 @@ def run(opts: dict[str, Any]) -> int:
     import signal
     import sys
 
-    from runtime import pidfile
+    from runtime import pidfile, sdnotify
     from runtime.log_setup import LogFileError, setup_daemon
     from runtime.private_files import ensure_private_dir
 
@@ -444,11 +444,13 @@ def run(opts: dict[str, Any]) -> int:
         if stopping.is_set():
             stop.set()
         log.warning("minion %s starting (master %s)", minion.id, minion.ret_address())
+        sdnotify.notify(f"READY=1\nSTATUS=minion {minion.id}, master {minion.ret_address()}")
         await minion.run(stop)
 
     try:
         asyncio.run(main())
     finally:
+        sdnotify.notify("STOPPING=1")
         pidfile.release(opts.get("pidfile"))
         log.warning("minion %s stopped", minion.id)
     return 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -34,6 +35,11 @@ def ops(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     conf = yaml.safe_load(path.read_text())
     del conf["log_file"]  # the default: <root_dir>/var/log/saltpan/minion
     path.write_text(yaml.safe_dump(conf))
+    # systemd's notify socket, as Type=notify units have it
+    notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    notify.bind(str(base / "notify"))
+    cl.master.env["NOTIFY_SOCKET"] = cl.minions["ops01"].env["NOTIFY_SOCKET"] = str(base / "notify")
+    cl.notify = notify  # type: ignore[attr-defined]
     try:
         cl.start_master()
         cl.start_minions()
@@ -42,6 +48,15 @@ def ops(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         yield cl
     finally:
         cl.stop()
+        notify.close()
+
+
+def test_both_daemons_tell_systemd_they_are_ready(ops: Cluster) -> None:
+    ops.notify.settimeout(5)  # type: ignore[attr-defined]
+    messages = {ops.notify.recv(1024).decode() for _ in range(2)}  # type: ignore[attr-defined]
+    assert {m.split("\n")[0] for m in messages} == {"READY=1"}
+    assert any("STATUS=minion ops01" in m for m in messages)
+    assert any(f"STATUS=serving on ports {ops.publish_port}/{ops.ret_port}" in m for m in messages)
 
 
 def mode(path: Path) -> int:
