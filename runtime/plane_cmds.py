@@ -139,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
     return 1 if final.missing or failed or failed_states else 0
 
 
-KEY_TITLES = {"minions": "Accepted Keys:", "minions_denied": "Denied Keys:", "minions_pre": "Unaccepted Keys:",
+KEY_TITLES = {"local": "Local Keys:", "minions": "Accepted Keys:", "minions_denied": "Denied Keys:", "minions_pre": "Unaccepted Keys:",
               "minions_rejected": "Rejected Keys:"}
 # which key states each action looks at, as salt-key: pending, plus what --include-* adds
 KEY_ACTION_STATUSES = {
@@ -158,6 +158,25 @@ def key_lines(data: dict[str, Any]) -> list[str]:
         for minion_id in sorted(ids):
             lines.append(f"{minion_id}:  {ids[minion_id]}" if isinstance(ids, dict) else minion_id)
     return lines
+
+
+def _local_finger(pki_dir: str, match: str) -> dict[str, str]:
+    """The master's own public key fingerprint under "Local Keys" (salt-key -F), what minions pin
+    with ``master_finger``."""
+    import fnmatch
+    import os
+
+    from runtime.crypt.errors import KeyFileError
+    from runtime.crypt.identity import fingerprint, public_from_pem
+
+    path = os.path.join(pki_dir, "master.pub")
+    if not any(fnmatch.fnmatchcase("master.pub", p.strip()) for p in match.split(",")):
+        return {}
+    try:
+        with open(path, "rb") as fh:
+            return {"master.pub": fingerprint(public_from_pem(fh.read(), path))}
+    except (OSError, KeyFileError):
+        return {}
 
 
 def _exact_match(ids: list[str]) -> str:
@@ -189,7 +208,9 @@ def key(args: argparse.Namespace) -> int:
         show(store.list_keys())
         return 0
     if args.finger or args.finger_all:
-        show(store.finger(args.finger or "*"))
+        data: dict[str, Any] = store.finger(args.finger or "*")
+        local = _local_finger(opts["pki_dir"], args.finger or "*")
+        show({"local": local, **data} if local else data)
         return 0
     if args.print_key or args.print_all:
         show({status: {m: pem.strip() for m, pem in keys.items()}

@@ -104,8 +104,11 @@ def test_fingerprint_and_public_key_match_the_minion(keyed: Cluster) -> None:
     proc = keyed.key("-p", "web01")
     pem = minion_key.public_pem().decode().strip()
     assert proc.stdout == f"Unaccepted Keys:\nweb01:  {pem}\n"
+    # -F starts with the master's own key: what a minion pins with master_finger
+    master_key = load_identity(str(keyed.base / "master" / "etc/saltpan/pki/master"), "master")
     finger_all = keyed.key("-F").stdout.splitlines()
-    assert finger_all[0] == "Unaccepted Keys:" and len(finger_all) == 5
+    assert finger_all[:3] == ["Local Keys:", f"master.pub:  {master_key.fingerprint}", "Unaccepted Keys:"]
+    assert len(finger_all) == 7
 
 
 def test_accept_one_key_then_jobs_reach_only_it(keyed: Cluster) -> None:
@@ -191,6 +194,24 @@ def test_key_events(keyed: Cluster) -> None:
     started = {e["data"]["id"] for e in seen if e["tag"] == "minion_start"}
     assert started >= {"web01", "db01"}
     assert "bad01" not in started
+
+
+def test_master_finger_pins_the_master_key(keyed: Cluster) -> None:
+    """A minion with master_finger set to `saltpan key -F`'s Local Keys value works; one pinned to
+    another fingerprint never trusts this master, even once its key is accepted."""
+    fingerprint = keyed.key("-F").stdout.splitlines()[1].split(":  ")[1]
+    wrong = ":".join(["00"] * 32)
+    keyed.add_minion("pinok", master_finger=fingerprint)
+    keyed.add_minion("pinbad", master_finger=wrong)
+    keyed.start_minions("pinok", "pinbad")
+    keyed.accept_all(["pinok", "pinbad"])
+    keyed.wait_ping(["pinok"])
+    proc = keyed.run("-L", "pinok,pinbad", "test.ping", "--timeout", "2", "--gather-job-timeout", "1")
+    assert "pinok:\n    True" in proc.stdout and "pinbad:\n    Minion did not return" in proc.stdout
+    log = keyed.minions["pinbad"].log()
+    assert fingerprint in log and wrong in log
+    keyed.minions["pinbad"].stop()
+    keyed.key("-d", "pinbad", "-y")
 
 
 def test_stopped_minion_is_named_after_the_timeout(keyed: Cluster) -> None:
