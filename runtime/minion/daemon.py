@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
+import os
 import socket
 import threading
 import time
@@ -82,6 +83,7 @@ class Minion:
                                bool(opts.get("recon_randomize", True)))
         self.refusals = RateLimitedLog(log)
         self.started = False
+        self.abandoned: list[dict[str, Any]] = []
         self.sessions_registered = 0
         self.prefix = "" if not quiet else f"[{self.id}] "
         self._remote_files = None
@@ -136,6 +138,7 @@ class Minion:
                 session.close()
             if not stop.is_set():
                 self.backoff.failed()
+        self.abandoned = self.jobs.running()  # still running as the minion stops
 
     async def run_session(self, session: Session, stop: asyncio.Event) -> None:
         grant = session.grant
@@ -452,5 +455,15 @@ def run(opts: dict[str, Any]) -> int:
     finally:
         sdnotify.notify("STOPPING=1")
         pidfile.release(opts.get("pidfile"))
-        log.warning("minion %s stopped", minion.id)
+        abandoned = minion.abandoned
+        if abandoned:
+            log.warning("minion %s stopped; abandoned %d running job(s): %s", minion.id, len(abandoned),
+                        ", ".join(f"{j['fun']} {j['jid']}" for j in abandoned))
+        else:
+            log.warning("minion %s stopped", minion.id)
+    if abandoned:
+        # jobs running in threads would hold the exit until they end, and their returns could
+        # not be sent any more: stop now, as salt-minion does (job processes run on by themselves)
+        logging.shutdown()
+        os._exit(0)
     return 0
