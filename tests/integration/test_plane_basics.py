@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 
 from tests.integration.cluster import Cluster, wait_for
 
@@ -18,13 +19,27 @@ def test_cmd_run(cluster: Cluster) -> None:
     assert data == {"web01": "hello-2", "web02": "hello-2", "db01": "hello-2"}
 
 
+TARGETS = [
+    (["web*"], {"web01", "web02"}),
+    (["-L", "web01,db01"], {"web01", "db01"}),
+    (["-G", "role:db"], {"db01"}),
+    (["-P", "os:Deb.*"], {"web01", "web02"}),
+    (["-I", "app:owner:web02"], {"web02"}),
+    (["-E", "^web0[12]$"], {"web01", "web02"}),
+    (["-C", "G@os:Debian and not web02"], {"web01"}),
+    (["-C", "( G@role:db or web02 ) and not G@os:Debian"], {"db01"}),
+]
+
+
 def test_targeting(cluster: Cluster) -> None:
-    assert set(cluster.run_json("web*", "test.ping")) == {"web01", "web02"}
-    assert set(cluster.run_json("-L", "web01,db01", "test.ping")) == {"web01", "db01"}
-    assert set(cluster.run_json("-G", "role:db", "test.ping")) == {"db01"}
-    assert set(cluster.run_json("-E", "^web0[12]$", "test.ping")) == {"web01", "web02"}
-    assert set(cluster.run_json("-C", "G@os:Debian and not web02", "test.ping")) == {"web01"}
-    assert set(cluster.run_json("-C", "( G@role:db or web02 ) and not G@os:Debian", "test.ping")) == {"db01"}
+    """Each target returns from exactly its minions, and no other minion ran the job: every run
+    appends the id of each minion that ran it to a file of its own."""
+    for index, (target, expected) in enumerate(TARGETS):
+        markers = cluster.base / f"targeted-{index}"
+        data = cluster.run_json(*target, "cmd.run", f'echo "$SALTPAN_TEST_ID" >> {markers}; echo ran')
+        assert data == {m: "ran" for m in expected}, target
+        time.sleep(0.3)  # a wrongly targeted minion would have written by now (its return is refused)
+        assert sorted(markers.read_text().split()) == sorted(expected), target
 
 
 def test_no_match_is_refused(cluster: Cluster) -> None:
