@@ -47,7 +47,7 @@ def acl_cluster(acl_user: str) -> Iterator[Cluster]:
     base = Path(tempfile.mkdtemp(prefix="saltpan-acl-", dir="/tmp"))
     base.chmod(0o755)
     write_trees(base)
-    cl = Cluster(base, master_opts={"publisher_acl": {acl_user: ["test.ping", {"web*": ["test.echo"]}]}})
+    cl = Cluster(base, master_opts={"publisher_acl": {acl_user: ["test.ping", {"web*": ["test.echo", "test.sleep"]}]}})
     cl.add_minion("web01", {"role": "web"})
     cl.add_minion("web02", {"role": "web"})
     cl.add_minion("db01", {"role": "db"})
@@ -110,6 +110,19 @@ def test_allowed_function_runs(acl_cluster: Cluster, acl_user: str, user_python:
     listed = json.loads(acl_cluster.saltpan("jobs", "-c", str(acl_cluster.master_conf), "list", "--limit", "1",
                                             "--out", "json").stdout)
     assert [job["User"] for job in listed.values()] == [acl_user]
+
+
+def test_a_long_job_is_waited_for(acl_cluster: Cluster, acl_user: str, user_python: tuple[str, str]) -> None:
+    """The client asks saltutil.find_job about its own job once --timeout passes (allowed although
+    the user's ACL does not list it) and keeps waiting while the job runs."""
+    proc = run_as(acl_cluster, acl_user, user_python, "web01", "test.sleep", "3", "--timeout", "1", "--out", "json",
+                  "--static")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert json.loads(proc.stdout) == {"web01": True}
+    # but find_job about someone else's job, or as a job of its own, is the ACL's business
+    root_jid = acl_cluster.run("web01", "test.echo", "x", "--async").stdout.split()[-1]
+    proc = run_as(acl_cluster, acl_user, user_python, "web01", "saltutil.find_job", root_jid)
+    assert proc.returncode == 2 and "may not run saltutil.find_job" in proc.stderr
 
 
 @pytest.mark.parametrize(("args", "why"), [
