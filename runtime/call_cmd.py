@@ -130,4 +130,4 @@ def run(args: argparse.Namespace) -> int:
         if isinstance(result, list):
             return 1
         return 2 if state_failed(result) else 0
-    return 0
+    return 1 if env.retcode else 0  # cmd.* whose command failed, test.retcode N: as salt-call
