@@ -26,3 +26,20 @@ def test_jid_to_time():
     assert jid_to_time("20261122005921979262") == "2026, Nov 22 00:59:21.979262"
     assert jid_to_time("not a jid") == ""
     assert jid_to_time("20261322005921979262") == ""
+
+
+def test_call_exit_status_follows_the_retcode(capsys):
+    """`saltpan call` exits 1 when a cmd.* command fails or test.retcode asks for it, as salt-call."""
+    from runtime import cli
+
+    assert cli.main(["call", "--local", "cmd.run", "exit 3"]) == 1
+    assert cli.main(["call", "--local", "cmd.run", "echo fine"]) == 0
+    assert cli.main(["call", "--local", "test.retcode", "7"]) == 1
+    assert cli.main(["call", "--local", "test.retcode", "0"]) == 0
+    capsys.readouterr()
+
+
+def test_a_twenty_digit_jid_stays_text():
+    from runtime.call_cmd import parse_cli_args
+
+    assert parse_cli_args(["20261122005921979262", "42", "x=7"]) == (["20261122005921979262", 42], {"x": 7})
