@@ -104,6 +104,10 @@ def count_in_logs(cluster: Cluster, text: str) -> dict[str, int]:
 
 
 def test_tampered_publication_is_dropped(cluster: Cluster, ctx: zmq.Context) -> None:
+    """Proves: a publication with one bit flipped in its job, header or signature, a job sent in
+    clear text and undecodable bytes reach every minion through the real publisher and each is
+    refused (the minion logs the bad signature and the clear-text refusal), nothing runs (the
+    marker file keeps its three lines) and the minions keep working."""
     body = capture_publication(cluster, ctx, "tamper")
     assert marker_lines(cluster, "tamper") == ["db01", "web01", "web02"]
     load = codec.unpack_envelope(body).load
@@ -212,6 +216,9 @@ def async_jid(cluster: Cluster, *args: str) -> str:
 
 
 def test_replayed_return_is_refused(cluster: Cluster, rogue: Rogue) -> None:
+    """Proves: the same sealed _return sent twice is processed once (the second gets `replayed`
+    from the shared replay window), a freshly sealed second return for the job is refused as a
+    duplicate, and exactly one return event and one job cache entry exist."""
     listener = EventListener(str(cluster.sock_dir), "salt/job/")
     try:
         assert listener.wait_connected(str(cluster.sock_dir), 3)
@@ -240,6 +247,8 @@ def test_replayed_return_is_refused(cluster: Cluster, rogue: Rogue) -> None:
 
 
 def test_a_minion_cannot_return_for_another(cluster: Cluster, rogue: Rogue) -> None:
+    """Proves: an accepted minion cannot answer for a job sent to another minion, whatever id it
+    writes in the payload (the id comes from its session); the real minion's return still counts."""
     jid = async_jid(cluster, "-L", "web01", "test.sleep", "2")
     counter, sealed = rogue.seal({"cmd": "_return", "id": "web01", "jid": jid, "fun": "test.sleep",
                                   "fun_args": [2], "return": "forged", "retcode": 0, "success": True})
@@ -250,6 +259,8 @@ def test_a_minion_cannot_return_for_another(cluster: Cluster, rogue: Rogue) -> N
 
 
 def test_unlisted_and_internal_commands_are_refused(cluster: Cluster, rogue: Rogue) -> None:
+    """Proves: inside a valid session, clear-only commands, dunders, internal method names and
+    non-string commands get `unknown_command`, and a minion cannot fire master-only event tags."""
     for cmd in ("_auth", "publish", "__init__", "_handle_aes", "close", 5, None):
         counter, sealed = rogue.seal({"cmd": cmd})
         assert rogue.send(counter, sealed)["error"]["reason"] == "unknown_command", cmd
@@ -306,12 +317,15 @@ BAD_BODIES = {
 
 @pytest.mark.parametrize("name", sorted(BAD_BODIES))
 def test_malformed_body_gets_an_error_reply(cluster: Cluster, ctx: zmq.Context, name: str) -> None:
+    """Proves: each malformed body through the real ReqServer gets a clear error reply naming why."""
     body, reason = BAD_BODIES[name]
     reply = raw_request(ctx, cluster.ret_port, [b"", os.urandom(8), body])
     assert error_reason(reply) == reason
 
 
 def test_malformed_framing_is_dropped_and_the_master_keeps_serving(cluster: Cluster, ctx: zmq.Context) -> None:
+    """Proves: wrong frame counts, a wrong request id size and a frame over max_message_size are
+    dropped without a reply, and jobs still run afterwards."""
     body = codec.pack_envelope(codec.ENC_CLEAR, {"cmd": "nothing"})
     assert raw_request(ctx, cluster.ret_port, [b"", b"short", body], 0.5) is None           # rid not 8 bytes
     assert raw_request(ctx, cluster.ret_port, [os.urandom(8), body], 0.5) is None           # no empty frame
