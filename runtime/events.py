@@ -47,8 +47,10 @@ class EventPusher:
         except zmq.Again:
             return False
 
-    def close(self) -> None:
-        self.sock.close(linger=0)
+    def close(self, linger_ms: int = 0) -> None:
+        """Close; a short-lived process (``saltpan key``) passes ``linger_ms`` so the events it
+        just fired are delivered before it exits."""
+        self.sock.close(linger=linger_ms)
 
 
 class EventListener:

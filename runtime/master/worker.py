@@ -197,7 +197,7 @@ class Worker:
             raise Refused("bad_target", exc.message) from None
         if not minions:
             raise Refused("no_minions", "No minions matched the target. No command was sent, no jid was assigned.")
-        if user != self.master_user:
+        if user != self.master_user and not self._asks_about_own_job(user, fun, arg, minions):
             reason = acl_mod.check(self.opts.get("publisher_acl") or {}, user, fun, minions)
             if reason is not None:
                 raise Refused("acl", reason)
@@ -209,6 +209,15 @@ class Worker:
         self.send_publication(payload, minions if tgt_type == "list" else None)
         log.info("published %s %s to %s (%d minions expected) for %s", jid, fun, tgt, len(minions), user)
         return {"jid": jid, "minions": minions}
+
+    def _asks_about_own_job(self, user: str, fun: str, arg: list, minions: list[str]) -> bool:
+        """``saltutil.find_job JID`` on minions of a job this same user published: how the
+        client learns that a job outlasting --timeout is still running, allowed whatever the
+        user's publisher_acl says (it reveals nothing but that job's state)."""
+        if fun != "saltutil.find_job" or len(arg) != 1 or not isinstance(arg[0], str):
+            return False
+        job = self.jobs.job(arg[0])
+        return job is not None and job["user"] == user and set(minions) <= set(job["minions"])
 
     def new_jid(self, fun: str, arg: list, tgt: Any, tgt_type: str, user: str, minions: list[str]) -> str:
         for _ in range(100):
