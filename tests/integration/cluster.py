@@ -99,10 +99,10 @@ class Cluster:
         self.ret_port = free_port()
         self.master_conf = base / "master.yaml"
         # ipc socket paths must stay under ~107 bytes: keep sock_dir short
-        self.sock_dir = tempfile.mkdtemp(prefix="sp-", dir="/tmp")
+        self.sock_dir = Path(tempfile.mkdtemp(prefix="sp-", dir="/tmp"))
         self.master_opts: dict[str, Any] = {
             "root_dir": str(base / "master"),
-            "sock_dir": self.sock_dir,
+            "sock_dir": str(self.sock_dir),
             "interface": "127.0.0.1",
             "publish_port": self.publish_port,
             "ret_port": self.ret_port,
@@ -190,10 +190,6 @@ class Cluster:
             if ppid == self.master.proc.pid:
                 out[comm] = int(entry.name)
         return out
-
-    @property
-    def sock_dir(self) -> Path:
-        return Path(self.master_opts["root_dir"]) / "var/run/saltpan/master"
 
     # -- commands -------------------------------------------------------------------
     def saltpan(self, *args: str, timeout: float = 60, check: bool = False) -> subprocess.CompletedProcess:
