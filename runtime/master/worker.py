@@ -307,7 +307,8 @@ class Worker:
         pillarenv = load.get("pillarenv") if isinstance(load.get("pillarenv"), str) else None
         if self._pillar is None:
             self._pillar = pillar_service.PillarService(self.opts, self.data)
-        return {"pillar": self._pillar.compile(minion_id, dict(grains), saltenv, pillarenv)}
+        return {"pillar": self._pillar.compile(minion_id, dict(grains), saltenv, pillarenv,
+                                               clean_cache=load.get("clean_cache") is True)}
 
     def minion_event(self, minion_id: str, load: dict) -> dict:
         events = load.get("events")
