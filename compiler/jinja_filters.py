@@ -10,7 +10,6 @@ import json
 import re
 import shlex
 import time
-import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -72,8 +71,18 @@ def yaml_squote(value: Any) -> Markup:
     return Markup(yamlload.dump(str(value), flow_style=True, default_style="'"))
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def _plain(value: Any) -> Any:
     """Turn Jinja-side containers (Markup, tuples, generators) into plain data."""
+    kind = type(value)
+    if kind in _SCALARS:  # fast path: exact types only (Markup, a str subclass, goes on below)
+        return value
+    if kind is dict:
+        return {_plain(k): _plain(v) for k, v in value.items()}
+    if kind is list:
+        return [_plain(v) for v in value]
     if isinstance(value, Markup):
         return str(value)
     if isinstance(value, Mapping):
@@ -87,14 +96,19 @@ def _plain(value: Any) -> Any:
 
 def regex_search(txt: str, rgx: str, ignorecase: bool = False, multiline: bool = False) -> tuple | None:
     flags = (re.I if ignorecase else 0) | (re.M if multiline else 0)
-    found = re.search(rgx, txt, flags)
-    return found.groups() if found else None
+    return _groups(re.search(rgx, txt, flags))
 
 
 def regex_match(txt: str, rgx: str, ignorecase: bool = False, multiline: bool = False) -> tuple | None:
     flags = (re.I if ignorecase else 0) | (re.M if multiline else 0)
-    found = re.match(rgx, txt, flags)
-    return found.groups() if found else None
+    return _groups(re.match(rgx, txt, flags))
+
+
+def _groups(found: re.Match | None) -> tuple | None:
+    """The groups of a match, or (whole match,) for a pattern without groups (as Salt's filters)."""
+    if found is None:
+        return None
+    return found.groups() or (found.group(),)
 
 
 def regex_replace(txt: str, rgx: str, val: str, ignorecase: bool = False, multiline: bool = False) -> str:
@@ -303,11 +317,13 @@ def _b64decode(value: str) -> str:
 
 
 # The namespace of Salt's uuid filter, so that the same value gives the same UUID as under Salt.
-_SALT_UUID_NAMESPACE = uuid.UUID("91633EBF-1C86-5E33-935A-28061F4B480E")
+_SALT_UUID_NAMESPACE = "91633EBF-1C86-5E33-935A-28061F4B480E"
 
 
 def _uuid(value: Any) -> str:
-    return str(uuid.uuid5(_SALT_UUID_NAMESPACE, str(value)))
+    import uuid  # lazily: uuid imports platform, a few ms of every CLI start-up
+
+    return str(uuid.uuid5(uuid.UUID(_SALT_UUID_NAMESPACE), str(value)))
 
 
 def _exactly_n(values: Iterable, n: int = 1) -> bool:

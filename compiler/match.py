@@ -354,6 +354,8 @@ class _CompoundParser:
 
 def compound_match(expr: str | list, minion: Minion, nodegroups: Mapping[str, Any] | None = None) -> bool:
     words = expr.split() if isinstance(expr, str) else [str(w) for w in expr]
+    if len(words) == 1 and words[0] not in _OPERATORS and not _TARGET.match(words[0]):
+        return glob_match(words[0], minion)  # a bare glob, the usual top-file target: what the parser would do
     text = expr if isinstance(expr, str) else " ".join(words)
     return _CompoundParser(words, minion, nodegroups or {}, text).parse()
 

@@ -17,9 +17,10 @@ All functions return new data and never modify their arguments.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
+
+from compiler.datacopy import deepcopy
 
 STRATEGIES = ("smart", "recurse", "aggregate", "overwrite", "none", "list")
 
@@ -30,33 +31,33 @@ def _recurse(dest: dict, upd: Mapping, merge_lists: bool) -> dict:
         if isinstance(old, dict) and isinstance(val, Mapping):
             dest[key] = _recurse(old, val, merge_lists)
         elif merge_lists and isinstance(old, list) and isinstance(val, list):
-            dest[key] = old + [copy.deepcopy(x) for x in val if x not in old]
+            dest[key] = old + [deepcopy(x) for x in val if x not in old]
         else:
-            dest[key] = copy.deepcopy(val)
+            dest[key] = deepcopy(val)
     return dest
 
 
 def merge_recurse(old: Mapping, new: Mapping, merge_lists: bool = False) -> dict:
-    return _recurse(copy.deepcopy(dict(old)), new, merge_lists)
+    return _recurse(deepcopy(dict(old)), new, merge_lists)
 
 
 def merge_overwrite(old: Mapping, new: Mapping) -> dict:
-    out = copy.deepcopy(dict(old))
+    out = deepcopy(dict(old))
     for key, val in new.items():
-        out[key] = copy.deepcopy(val)
+        out[key] = deepcopy(val)
     return out
 
 
 def merge_list(old: Mapping, new: Mapping) -> dict:
-    out = copy.deepcopy(dict(old))
+    out = deepcopy(dict(old))
     for key, val in new.items():
         if key not in out:
-            out[key] = copy.deepcopy(val)
+            out[key] = deepcopy(val)
             continue
         prev = out[key]
         prev_list = prev if isinstance(prev, list) else [prev]
         new_list = val if isinstance(val, list) else [val]
-        out[key] = prev_list + copy.deepcopy(new_list)
+        out[key] = prev_list + deepcopy(new_list)
     return out
 
 

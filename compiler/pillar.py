@@ -8,13 +8,14 @@ pillar's ``_errors`` list, and a structured ``CompileError`` with file:line.
 
 from __future__ import annotations
 
-import copy
+import fnmatch
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from compiler import match, merge, salt_functions, top
+from compiler.datacopy import deepcopy
 from compiler.errors import (
     EXT_PILLAR_ERROR,
     INCLUDE_CYCLE,
@@ -125,7 +126,6 @@ class _PillarRun:
             "pillar": self.template_pillar,
             "salt": self.salt_table(),
             "saltenv": source_file.saltenv,
-            "env": source_file.saltenv,
             "id": self.minion_id,
         }
         ctx.update(template_vars(source_file, sls))
@@ -146,10 +146,10 @@ class _PillarRun:
             ext_data = self.ext_pillar({})
             if self.hard_failure:
                 return self.failed_result()
-            self.template_pillar = self.merge(copy.deepcopy(ext_data), self.override) if self.override else ext_data
+            self.template_pillar = self.merge(deepcopy(ext_data), self.override) if self.override else ext_data
             self._salt = None
             sls_data = self.render_pillar(merged_top, self.template_pillar)
-            pillar = self.merge(copy.deepcopy(ext_data), sls_data)
+            pillar = self.merge(deepcopy(ext_data), sls_data)
         else:
             pillar = self.render_pillar(merged_top, self.template_pillar)
             if ext:
@@ -158,7 +158,7 @@ class _PillarRun:
                     return self.failed_result()
         if self.opts.get("pillar_opts", False):
             master = {k: v for k, v in self.opts.items() if k not in _PILLAR_OPTS_SKIP and not k.startswith("__")}
-            pillar["master"] = copy.deepcopy(master)
+            pillar["master"] = deepcopy(master)
             if self.track:
                 self.contributions.append(Contribution("pillar_opts", "pillar_opts", None, {"master": master}))
         if self.messages:
@@ -191,7 +191,7 @@ class _PillarRun:
         if top_name.startswith("salt://"):
             top_name = top_name[len("salt://"):]
         tops, errors = top.read_tops(self.o.renderer, self.pillar_envs(), lambda f: self.context(f, None),
-                                     top_name)
+                                     top_name, stop_at_failure=True)
         for err in errors:
             self.fail(err, f"Rendering Primary Top file failed, render error: {err}")
         return top.merge_pillar_tops(tops)
@@ -261,7 +261,7 @@ class _PillarRun:
         includes = state.pop("include", None)
         own_contribution = None
         if self.track:
-            own_contribution = Contribution("sls", f"{env}:{sls}", found.display, copy.deepcopy(state),
+            own_contribution = Contribution("sls", f"{env}:{sls}", found.display, deepcopy(state),
                                             rendered.lines, list(chain))
         if includes is None:
             if own_contribution:
@@ -292,14 +292,14 @@ class _PillarRun:
             except CompileError as exc:
                 self.fail(CompileError(exc.kind, exc.message, found.display, include_line))
                 continue
-            for target in top.expand_sls(self.o.source, env, resolved):
+            for target in self.include_targets(env, sub_sls, resolved):
                 if target in chain + [sls]:
                     cycle = " -> ".join(chain + [sls, target])
                     self.fail(CompileError(INCLUDE_CYCLE, f"Include cycle in pillar: {cycle}",
                                            found.display, include_line))
                     continue
                 if target in mods:
-                    nstate = copy.deepcopy(mods[target])
+                    nstate = deepcopy(mods[target])
                     if isinstance(nstate, dict):
                         nstate.pop("include", None)
                 else:
@@ -313,6 +313,27 @@ class _PillarRun:
         if own_contribution:
             self.contributions.append(own_contribution)
         return state if merged is None else self.merge(merged, state)
+
+    def include_targets(self, env: str, name: str, resolved: str) -> list[str]:
+        """The sls an include entry names, as Salt finds them.
+
+        Salt first looks the name up with its leading dots stripped and '/' read as '.'
+        (so `.shared` also includes a top-level `shared`, and `apps/common` is `apps.common`),
+        then looks up the resolved relative name; globs expand in both lookups.
+        """
+        targets: list[str] = []
+        if name.startswith(".") or "/" in name:
+            targets.extend(self.existing_sls(env, name.lstrip(".").replace("/", ".")))
+        targets.extend(t for t in self.existing_sls(env, resolved) if t not in targets)
+        return targets or [resolved]
+
+    def existing_sls(self, env: str, pattern: str) -> list[str]:
+        if any(ch in pattern for ch in "*?["):
+            return fnmatch.filter(top.list_sls(self.o.source, env), pattern)
+        try:
+            return [pattern] if pattern and find_sls(self.o.source, env, pattern) is not None else []
+        except CompileError:
+            return [pattern]  # rendering it reports the error
 
     # -- ext_pillar -------------------------------------------------------------------
     def ext_pillar(self, pillar: dict) -> dict:
@@ -358,8 +379,8 @@ class _PillarRun:
                                    f"(minion {self.minion_id}): no driver '{name}' in the ext_pillar package or "
                                    "in <extension_modules>/pillar/"))
             return False, None
-        extra = {"grains": copy.deepcopy(dict(self.grains))} if getattr(driver, "accepts_grains", False) else {}
-        seen = copy.deepcopy(pillar)
+        extra = {"grains": deepcopy(dict(self.grains))} if getattr(driver, "accepts_grains", False) else {}
+        seen = deepcopy(pillar)
         try:
             if isinstance(args, dict):
                 result = driver(self.minion_id, seen, **args, **extra)

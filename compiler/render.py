@@ -3,7 +3,9 @@
 The pipeline comes from the file's shebang (``#!jinja|yaml``, ``#!yaml``,
 ``#!json``, ``#!py``, ``#!jinja|json``, ...) or from the configured default
 (``renderer``, default ``jinja|yaml``).  Compiled Jinja templates and ``#!py``
-code are cached per file text, so a fleet compile parses each file once.
+code are cached per file text, so a fleet compile parses each file once; the
+YAML parsed from a rendered text is cached by that text (minions of one role
+mostly render the same text), each caller getting its own copy.
 """
 
 from __future__ import annotations
@@ -11,8 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 import posixpath
-import tomllib
-import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,7 +21,7 @@ import jinja2
 
 from compiler import yamlload
 from compiler.errors import ACCESS_DENIED, RENDER_ERROR, CompileError
-from compiler.jinja_env import SaltEnvironment, TemplateAccessDenied, make_environment
+from compiler.jinja_env import SaltEnvironment, TemplateAccessDenied, make_environment, with_globals
 from compiler.roots import FileSource, SourceFile
 
 DEFAULT_PIPE = "jinja|yaml"
@@ -98,6 +98,7 @@ class Renderer:
         self._envs: dict[str, SaltEnvironment] = {}
         self._templates: dict[tuple[str, str], jinja2.Template] = {}
         self._code: dict[tuple[str, str], Any] = {}
+        self._parsed = yamlload.ParseCache()
 
     def environment(self, saltenv: str) -> SaltEnvironment:
         env = self._envs.get(saltenv)
@@ -161,7 +162,7 @@ class Renderer:
         return tmpl
 
     def _jinja(self, source_file: SourceFile, text: str, context: Mapping[str, Any]) -> str:
-        tmpl = self.template(source_file, text)
+        tmpl = with_globals(self.template(source_file, text), context)
         try:
             out = tmpl.render(context)
         except Exception as exc:  # noqa: BLE001 - any template failure is a render error
@@ -181,7 +182,7 @@ class Renderer:
     def _yaml(self, source_file: SourceFile, data: Any, want_lines: bool) -> tuple[Any, dict]:
         if not isinstance(data, str):
             return data, {}
-        return yamlload.load(data, source_file.display, want_lines)
+        return self._parsed.load(data, source_file.display, want_lines)
 
     def _json(self, source_file: SourceFile, data: Any) -> Any:
         if not isinstance(data, str):
@@ -197,6 +198,8 @@ class Renderer:
     def _toml(self, source_file: SourceFile, data: Any) -> Any:
         if not isinstance(data, str):
             return data
+        import tomllib  # lazily, as the toml renderer is rare
+
         try:
             return tomllib.loads(data)
         except tomllib.TOMLDecodeError as exc:
@@ -252,6 +255,8 @@ class Renderer:
 
 
 def _traceback_line(exc: BaseException, filename: str) -> int | None:
+    import traceback  # lazily: only errors need it
+
     line = None
     for frame, lineno in traceback.walk_tb(exc.__traceback__):
         if frame.f_code.co_filename == filename:
@@ -260,6 +265,8 @@ def _traceback_line(exc: BaseException, filename: str) -> int | None:
 
 
 def _deepest_template_frame(exc: BaseException) -> tuple[str | None, int | None]:
+    import traceback  # lazily: only errors need it
+
     found: tuple[str | None, int | None] = (None, None)
     for frame, lineno in traceback.walk_tb(exc.__traceback__):
         if "__jinja_exception__" in frame.f_globals:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import stat
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -126,7 +127,7 @@ class LocalRoots:
                 st = os.stat(path)
             except OSError:
                 continue
-            if not os.path.isfile(path):
+            if not stat.S_ISREG(st.st_mode):  # what os.path.isfile checks, without a second stat
                 continue
             cached = self._cache.get(path)
             if cached and cached[0] == st.st_mtime_ns and cached[1] == st.st_size:

@@ -106,6 +106,66 @@ def load(text: str, display: str = "<string>", want_lines: bool = False) -> tupl
         loader.dispose()
 
 
+_PLAIN_SCALARS = frozenset({str, int, float, bool, type(None), bytes})
+
+
+def copy_data(data: Any) -> Any:
+    """A deep copy of plain parsed data (dicts, lists, immutable scalars), much faster than copy.deepcopy."""
+    kind = type(data)
+    if kind is dict:
+        return {key: copy_data(value) for key, value in data.items()}
+    if kind is list:
+        return [copy_data(value) for value in data]
+    return data
+
+
+def _is_plain_tree(data: Any, seen: set[int]) -> bool:
+    """True when data holds only dicts, lists and immutable scalars, none of them shared (no YAML aliases)."""
+    kind = type(data)
+    if kind in _PLAIN_SCALARS:
+        return True
+    if kind is dict or kind is list:
+        if id(data) in seen:
+            return False
+        seen.add(id(data))
+        values = data.values() if kind is dict else data
+        return all(_is_plain_tree(value, seen) for value in values)
+    return False
+
+
+class ParseCache:
+    """``load`` memoised by text: across a fleet many minions render the very same text for one file.
+
+    Every caller gets its own copy of the data, so mutating a result never
+    reaches the cache.  Data that is not plain (sets, shared containers from
+    YAML aliases) is never cached: its identities could not be copied faithfully.
+    Parse errors are not cached either (each call raises anew with its own file).
+    """
+
+    def __init__(self, max_entries: int = 4096, max_text: int = 256 * 1024, max_total: int = 16 * 1024 * 1024):
+        self.max_entries = max_entries
+        self.max_text = max_text  # longer texts are not cached
+        self.max_total = max_total  # characters of text held, all entries together (oldest go first)
+        self._entries: dict[tuple[bool, str], tuple[Any, dict[tuple, int]]] = {}
+        self._total = 0
+
+    def load(self, text: str, display: str = "<string>", want_lines: bool = False) -> tuple[Any, dict[tuple, int]]:
+        key = (want_lines, text)
+        hit = self._entries.get(key)
+        if hit is not None:
+            return copy_data(hit[0]), dict(hit[1])
+        data, lines = load(text, display, want_lines)
+        if len(text) <= self.max_text and _is_plain_tree(data, set()):
+            while self._entries and (len(self._entries) >= self.max_entries
+                                     or self._total + len(text) > self.max_total):
+                oldest = next(iter(self._entries))
+                del self._entries[oldest]
+                self._total -= len(oldest[1])
+            self._entries[key] = (copy_data(data), dict(lines))
+            self._total += len(text)
+        return data, lines
+
+
 def yaml_error(exc: yaml.YAMLError, display: str) -> CompileError:
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
     line = mark.line + 1 if mark is not None else None

@@ -113,8 +113,8 @@ def run(args: argparse.Namespace) -> int:
         print("No minions matched the target. No command was sent, no jid was assigned.", file=sys.stderr)
         return 2
     if final.missing:
-        print(f"ERROR: Minions returned with non-zero exit code or did not return: {', '.join(final.missing)}",
-              file=sys.stderr)
+        shown = ", ".join(final.missing[:20]) + (f" and {len(final.missing) - 20} more" if len(final.missing) > 20 else "")
+        print(f"ERROR: {len(final.missing)} minion(s) did not return: {shown}", file=sys.stderr)
         return 1
     return 2 if failed_states else 0
 
@@ -304,6 +304,16 @@ def minions(args: argparse.Namespace) -> int:
     return 0
 
 
+def swarm(args: argparse.Namespace) -> int:
+    try:
+        opts = _opts(args, "minion")
+    except ConfigError as exc:
+        return _fail("swarm", exc)
+    from runtime.minion import swarm as swarm_mod
+
+    return swarm_mod.run(opts, int(args.count), args.prefix)
+
+
 def register(sub: argparse._SubParsersAction, outputs: list[str]) -> None:
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument("--config", "-c", help="config file")
@@ -316,6 +326,12 @@ def register(sub: argparse._SubParsersAction, outputs: list[str]) -> None:
     p = sub.add_parser("minion", help="run the minion daemon")
     common(p)
     p.set_defaults(func=minion)
+
+    p = sub.add_parser("swarm", help="N lightweight minions in one process (load tests only)")
+    common(p)
+    p.add_argument("--count", "-n", type=int, required=True, help="number of minions")
+    p.add_argument("--prefix", default="swarm-", help="minion id prefix (ids are PREFIX0000, PREFIX0001, ...)")
+    p.set_defaults(func=swarm)
 
     p = sub.add_parser("run", help="run a function on targeted minions through the master")
     common(p)

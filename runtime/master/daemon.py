@@ -16,6 +16,7 @@ import logging
 import multiprocessing
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -184,6 +185,8 @@ class ProcessManager:
 
 def prepare(opts: dict[str, Any]) -> Identity:
     """Directories, the master key pair, client keys, and a fresh session store."""
+    for name in (EVENT_PULL, EVENT_PUB, worker_mod.WORKERS_IPC, worker_mod.PUBLISH_PULL):
+        transport.ipc_path(opts["sock_dir"], name)  # raises AddressError when sock_dir is too long
     for key in ("pki_dir", "cachedir", "sock_dir"):
         ensure_private_dir(opts[key])
     identity, created = load_or_create_identity(opts["pki_dir"], "master")
@@ -232,7 +235,12 @@ def run(opts: dict[str, Any]) -> int:
     """Run the master until SIGTERM/SIGINT."""
     setup_logging(opts.get("log_level") or "warning", opts.get("log_file"))
     opts["__role"] = "master"
-    identity = prepare(opts)
+    try:
+        identity = prepare(opts)
+    except (transport.AddressError, OSError) as exc:
+        log.error("cannot start the master: %s", exc)
+        print(f"saltpan master: {exc}", file=sys.stderr)
+        return 2
     write_pidfile(opts.get("pidfile"))
     manager = ProcessManager()
     manager.add("event_publisher", event_publisher_main, opts)

@@ -282,6 +282,7 @@ class Minion:
 
     async def run_job(self, job: dict[str, Any]) -> None:
         jid, fun = job["jid"], job["fun"]
+        log.info("%srunning job %s (%s)", self.prefix, jid, fun)
         self.jobs.add(RunningJob(jid, fun, list(job.get("arg") or []), job.get("tgt"),
                                  str(job.get("tgt_type", "glob")), str(job.get("user", ""))))
         loop = asyncio.get_running_loop()

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-MODULES = ("test", "cmd", "grains", "pillar", "state", "saltutil", "sys")
+MODULES = ("test", "cmd", "grains", "pillar", "state", "saltutil", "sys", "file")
 
 
 class CommandError(Exception):
@@ -82,3 +82,19 @@ def list_functions() -> list[str]:
         module = importlib.import_module(f"runtime.modules.{mod}_mod")
         out.extend(f"{mod}.{fun}" for fun in getattr(module, "__all__", ()))
     return sorted(out)
+
+
+def function_table(env: ModuleEnv, exclude_prefixes: tuple[str, ...] = ("state.", "saltutil.")) -> dict[str, Any]:
+    """Every execution function bound to env, as the ``salt`` table state templates see when they
+    are rendered on a minion (Salt formulas call salt['cmd.run'], salt['file.file_exists'] ...).
+    Functions that would recurse into a state run or change the minion are left out."""
+    table: dict[str, Any] = {}
+    for name in list_functions():
+        if name.startswith(exclude_prefixes):
+            continue
+
+        def bound(*args: Any, _name: str = name, **kwargs: Any) -> Any:
+            return call(env, _name, args, kwargs)
+
+        table[name] = bound
+    return table

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -95,8 +97,11 @@ class Cluster:
         self.publish_port = free_port()
         self.ret_port = free_port()
         self.master_conf = base / "master.yaml"
+        # ipc socket paths must stay under ~107 bytes: keep sock_dir short
+        self.sock_dir = tempfile.mkdtemp(prefix="sp-", dir="/tmp")
         self.master_opts: dict[str, Any] = {
             "root_dir": str(base / "master"),
+            "sock_dir": self.sock_dir,
             "interface": "127.0.0.1",
             "publish_port": self.publish_port,
             "ret_port": self.ret_port,
@@ -146,7 +151,7 @@ class Cluster:
         self.write_master_conf()
         self.master.start()
         if wait:
-            sock = Path(self.master_opts["root_dir"]) / "var/run/saltpan/master/master_event_pub.ipc"
+            sock = Path(self.master_opts["sock_dir"]) / "master_event_pub.ipc"
             wait_for(lambda: sock.exists() and self.port_open(self.ret_port), 15, what="master sockets")
 
     @staticmethod
@@ -165,6 +170,7 @@ class Cluster:
         for daemon in self.minions.values():
             daemon.stop()
         self.master.stop()
+        shutil.rmtree(self.sock_dir, ignore_errors=True)
 
     # -- commands -------------------------------------------------------------------
     def saltpan(self, *args: str, timeout: float = 60, check: bool = False) -> subprocess.CompletedProcess:

@@ -1,59 +1,88 @@
-"""A hand-built client that speaks the minion protocol to a real master (for forged requests).
+"""A hand-driven minion for attack and protocol tests: real keys, real sessions, any payload.
 
-It holds a real key the master accepted, so its sealed requests are authentic: what it
-tests is that the master acts for the id bound to the session and nothing else.
-Built only from runtime.crypt and runtime.transport, as tests/crypto do.
+It speaks the wire protocol with runtime.crypt directly (no minion daemon), so a
+test can send loads a well-behaved minion never would (another minion's id,
+replays, forged files) and sniff publications.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
+
+import zmq
 
 from runtime import codec, transport
 from runtime.crypt.channel import ClientChannel
-from runtime.crypt.errors import RemoteRefusal
 from runtime.crypt.handshake import AuthResult, finish_auth, start_auth
 from runtime.crypt.identity import Identity
-from runtime.crypt.trust import MasterTrust
-from tests.integration.cluster import Cluster, wait_for
+from runtime.crypt.publish import PublicationReceiver, PublishKey
 
 
-class RogueClient:
-    def __init__(self, cluster: Cluster, minion_id: str, pki_dir: Path):
-        self.cluster = cluster
-        self.minion_id = minion_id
-        self.identity = Identity.generate()
-        pki_dir.mkdir(parents=True, exist_ok=True)
-        self.trust = MasterTrust(str(pki_dir))
-        self.client = transport.RequestClient(transport.tcp_address("127.0.0.1", cluster.ret_port), timeout=5,
-                                              tries=1)
+class AcceptAll:
+    """MasterTrust stand-in: a rogue trusts whatever master answers (tests only)."""
+
+    def check(self, master_pub: bytes) -> None:
+        return None
+
+    def remember(self, master_pub: bytes) -> None:
+        return None
+
+
+class Rogue:
+    def __init__(self, minion_id: str, ret_port: int, publish_port: int, identity: Identity | None = None):
+        self.id = minion_id
+        self.identity = identity or Identity.generate()
+        self.ret_address = transport.tcp_address("127.0.0.1", ret_port)
+        self.pub_address = transport.tcp_address("127.0.0.1", publish_port)
+        self.client = transport.RequestClient(self.ret_address, timeout=3.0, tries=1)
+        self.result: AuthResult | None = None
         self.channel: ClientChannel | None = None
 
-    def hello(self) -> AuthResult:
-        attempt = start_auth(self.identity, self.minion_id)
+    def auth(self) -> AuthResult:
+        attempt = start_auth(self.identity, self.id)
         reply = self.client.request(codec.pack_envelope(codec.ENC_CLEAR, attempt.load))
-        return finish_auth(attempt, codec.unpack_envelope(reply).load, self.trust)
+        self.result = finish_auth(attempt, codec.unpack_envelope(reply).load, AcceptAll())
+        if self.result.outcome == "accepted":
+            self.channel = ClientChannel(self.result.session, clock_offset_ms=self.result.clock_offset_ms)
+        return self.result
 
-    def join(self, timeout: float = 20) -> None:
-        """Authenticate; the first hello leaves the key pending, the test accepts it with `saltpan key`."""
-        first = self.hello()
-        if first.outcome != "accepted":
-            assert first.outcome == "pending", first
-            self.cluster.key("-a", self.minion_id, "-y")
-        result = wait_for(lambda: (r := self.hello()).outcome == "accepted" and r, timeout,
-                          what=f"{self.minion_id} accepted")
-        self.channel = ClientChannel(result.session, clock_offset_ms=result.clock_offset_ms)
+    def sealed(self, payload: dict[str, Any]) -> tuple[int, bytes]:
+        assert self.channel is not None, "authenticate first"
+        return self.channel.seal_request(payload)
+
+    def send_raw(self, body: bytes) -> bytes:
+        return self.client.request(body)
 
     def request(self, payload: dict[str, Any]) -> Any:
-        """The opened reply payload; a refusal comes back as {"error": {...}} (sealed or clear)."""
-        assert self.channel is not None, "join() first"
-        channel = self.channel
-        counter, reply = self.client.request_with(lambda: channel.seal_request(payload))
-        try:
-            return channel.open_reply(counter, reply)
-        except RemoteRefusal as exc:
-            return {"error": {"reason": exc.reason, "message": str(exc)}, "clear": True}
+        """Seal, send, open the reply (raises RemoteRefusal on a clear error)."""
+        counter, body = self.sealed(payload)
+        return self.channel.open_reply(counter, self.send_raw(body))
+
+    def publish_key(self) -> PublishKey:
+        grant = self.result.grant
+        return PublishKey(grant.publish_epoch, grant.publish_key, 0)
+
+    def receiver(self) -> PublicationReceiver:
+        return PublicationReceiver(self.result.master_pub, self.publish_key(),
+                                   clock_offset_ms=self.result.clock_offset_ms)
 
     def close(self) -> None:
         self.client.close()
+
+
+class Sniffer:
+    """A SUB socket on the master's publish port that keeps every publication it sees."""
+
+    def __init__(self, publish_port: int, topics: tuple[bytes, ...] = (b"",)):
+        self.ctx = zmq.Context()
+        self.sock = self.ctx.socket(zmq.SUB)
+        for topic in topics:
+            self.sock.setsockopt(zmq.SUBSCRIBE, topic)
+        self.sock.connect(transport.tcp_address("127.0.0.1", publish_port))
+
+    def next(self, timeout: float) -> tuple[bytes, bytes] | None:
+        return transport.recv_publication(self.sock, int(timeout * 1000))
+
+    def close(self) -> None:
+        self.sock.close(linger=0)
+        self.ctx.term()

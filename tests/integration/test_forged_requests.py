@@ -17,8 +17,9 @@ from typing import Any
 
 import pytest
 
-from tests.integration.cluster import Cluster
-from tests.integration.rogue import RogueClient
+from runtime.crypt.errors import RemoteRefusal
+from tests.integration.cluster import Cluster, wait_for
+from tests.integration.rogue import Rogue
 
 CANARY = "CANARY-" + secrets.token_hex(8)
 OUTSIDE = "OUTSIDE-" + secrets.token_hex(8)
@@ -45,22 +46,43 @@ def build_trees(base: Path) -> None:
     os.symlink(states / "hello.txt", states / "inside-link.txt")  # a symlink inside the root is fine
 
 
+class RogueClient:
+    """A Rogue (a real key, accepted with `saltpan key`) whose refusals come back as data."""
+
+    def __init__(self, cl: Cluster, minion_id: str):
+        self.rogue = Rogue(minion_id, cl.ret_port, cl.publish_port)
+        assert self.rogue.auth().outcome == "pending"
+        assert cl.key("-a", minion_id, "-y").returncode == 0
+        wait_for(lambda: self.rogue.auth().outcome == "accepted", 10, what=f"{minion_id} accepted")
+
+    def request(self, payload: dict[str, Any]) -> Any:
+        """The opened reply; a clear refusal as {"error": {...}, "clear": True}."""
+        try:
+            return self.rogue.request(payload)
+        except RemoteRefusal as exc:
+            return {"error": {"reason": exc.reason, "message": str(exc)}, "clear": True}
+
+    def close(self) -> None:
+        self.rogue.close()
+
+
 @pytest.fixture(scope="module")
 def fcluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cluster, RogueClient]]:
     base = tmp_path_factory.mktemp("forged")
     build_trees(base)
     cl = Cluster(base, file_roots={"base": [str(base / "states")], "dev": [str(base / "states-dev")]})
     cl.add_minion("db01")
-    rogue = RogueClient(cl, "rogue", base / "rogue-pki")
+    rogue: RogueClient | None = None
     try:
         cl.start_master()
         cl.start_minions()
         cl.accept_all(["db01"])
         cl.wait_ping(["db01"])
-        rogue.join()
+        rogue = RogueClient(cl, "rogue")
         yield cl, rogue
     finally:
-        rogue.close()
+        if rogue is not None:
+            rogue.close()
         cl.stop()
 
 

@@ -1,0 +1,112 @@
+"""Issue 7: minion sessions survive master restarts, back off, notice a frozen master,
+and a deleted key cuts a minion off for good."""
+
+from __future__ import annotations
+
+import re
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from runtime.crypt.errors import NeedPublishKey, PublicationRefused, RemoteRefusal
+from tests.integration.cluster import Cluster, wait_for
+from tests.integration.conftest import write_trees
+from tests.integration.rogue import Rogue, Sniffer
+
+IDS = ["s1", "s2", "s3"]
+
+
+@pytest.fixture()
+def sessions_cluster(tmp_path: Path) -> Iterator[Cluster]:
+    write_trees(tmp_path)
+    cl = Cluster(tmp_path, master_opts={"heartbeat_period": 0.5})
+    for minion_id in IDS:
+        cl.add_minion(minion_id, recon_default=0.5, recon_max=4.0, master_alive_interval=2.0)
+    try:
+        cl.start_master()
+        cl.start_minions()
+        cl.accept_all(IDS)
+        cl.wait_ping(IDS)
+        yield cl
+    finally:
+        cl.stop()
+
+
+def test_master_sigkill_and_restart(sessions_cluster: Cluster) -> None:
+    cl = sessions_cluster
+    cl.master.signal(signal.SIGKILL)
+    cl.master.proc.wait(5)
+    time.sleep(1.0)
+    started = time.monotonic()
+    cl.start_master()
+    cl.wait_ping(IDS, timeout=4.0 + 10)
+    assert time.monotonic() - started < 4.0 + 10
+
+
+@pytest.mark.slow
+def test_backoff_grows_and_stays_under_recon_max(sessions_cluster: Cluster) -> None:
+    cl = sessions_cluster
+    cl.master.stop()
+    time.sleep(30)
+    cl.start_master()
+    cl.wait_ping(IDS, timeout=20)
+    for minion_id in IDS:
+        delays = [float(m) for m in re.findall(r"reconnecting in ([0-9.]+) s \(backoff ([0-9.]+)",
+                                                  cl.minions[minion_id].log())
+                  for m in [m[1]]]
+        assert len(delays) >= 4, f"{minion_id} logged too few retries: {delays}"
+        assert max(delays) <= 4.0
+        assert delays[0] < delays[-1] or max(delays) == 4.0, delays
+        assert delays.count(4.0) >= 1, f"backoff never reached recon_max: {delays}"
+        actual = [float(m) for m in re.findall(r"reconnecting in ([0-9.]+) s", cl.minions[minion_id].log())]
+        assert all(d <= 4.0 for d in actual)
+
+
+def test_frozen_master_is_detected_by_heartbeats(sessions_cluster: Cluster) -> None:
+    cl = sessions_cluster
+    cl.master.signal(signal.SIGSTOP)
+    try:
+        wait_for(lambda: all("missed heartbeats" in cl.minions[m].log() for m in IDS), 15,
+                 what="minions noticing the frozen master")
+    finally:
+        cl.master.signal(signal.SIGCONT)
+    cl.wait_ping(IDS, timeout=20)
+
+
+def test_deleted_key_cuts_the_minion_off(sessions_cluster: Cluster) -> None:
+    cl = sessions_cluster
+    rogue = Rogue("rogue01", cl.ret_port, cl.publish_port)
+    assert rogue.auth().outcome == "pending"
+    assert cl.key("-a", "rogue01", "-y").returncode == 0
+    assert rogue.auth().outcome == "accepted"
+    old_receiver = rogue.receiver()
+    sniffer = Sniffer(cl.publish_port)
+    try:
+        assert cl.key("-d", "s3", "-y").returncode == 0
+        assert cl.key("-d", "rogue01", "-y").returncode == 0
+        time.sleep(0.5)
+        published = cl.run("*", "test.ping", "--async")
+        jid = published.stdout.strip().rsplit(" ", 1)[-1]
+        wait_for(lambda: f"running job {jid}" in cl.minions["s1"].log(), 10, what="s1 running the later job")
+        time.sleep(1.0)
+        assert f"running job {jid}" not in cl.minions["s3"].log()
+        data = cl.run_json("*", "test.ping", "--timeout", "3")
+        assert set(data) == {"s1", "s2"}
+        captured = []
+        while (pub := sniffer.next(1.0)) is not None:
+            captured.append(pub[1])
+        assert captured, "the sniffer saw the publications"
+        for body in captured:
+            with pytest.raises(PublicationRefused) as info:
+                old_receiver.open(body)
+            assert isinstance(info.value, NeedPublishKey)
+        with pytest.raises(RemoteRefusal):
+            rogue.request({"cmd": "_publish_key"})
+        assert rogue.auth().outcome == "pending"  # a deleted key starts over, never silently accepted
+        wait_for(lambda: "s3" in cl.keys()["minions_pre"], 10, what="s3 re-registering as pending")
+    finally:
+        sniffer.close()
+        rogue.close()
