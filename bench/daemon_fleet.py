@@ -1,20 +1,14 @@
 """A master and N minion processes on 127.0.0.1, for saltpan or real Salt, on the bench fleet.
 
-Used by bench/remote_highstate.py.  Standard library (and PyYAML-free JSON configs, which
-both saltpan and Salt read as YAML) only.  Every daemon runs in its own process group and
-is always stopped (SIGTERM, then SIGKILL) by ``stop()``.
-
-(The bench branch has bench/common.py with similar fleet helpers; this module is separate
-so the two branches merge without touching each other's files.)
+Used by bench/remote_highstate.py; fleet, environment and RESULTS.md helpers come from
+bench/common.py.  Configs are written as JSON (YAML to both implementations).  Every daemon
+runs in its own process group and is always stopped (SIGTERM, then SIGKILL) by ``stop()``.
 """
 
 from __future__ import annotations
 
-import datetime
 import json
 import os
-import platform
-import re
 import shutil
 import signal
 import socket
@@ -26,47 +20,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-BENCH_DIR = Path(__file__).resolve().parent
-REPO_DIR = BENCH_DIR.parent
-RESULTS = BENCH_DIR / "RESULTS.md"
-PLACEHOLDER = "__SANDBOX__"
+from common import REPO_DIR, Fleet, bench_env, load_minions, sample_ids
+
+FIRST_MINION = "web-0001"
 
 
-# -- the fleet ---------------------------------------------------------------------------
-
-def default_fleet_dir() -> Path:
-    for candidate in (REPO_DIR.parent / "shared" / "bench-fleet", REPO_DIR.parent.parent / "shared" / "bench-fleet"):
-        if (candidate / "grains.json").is_file():
-            return candidate
-    return REPO_DIR.parent / "shared" / "bench-fleet"
-
-
-def replace_placeholder(data: Any, value: str) -> Any:
-    if isinstance(data, str):
-        return data.replace(PLACEHOLDER, value)
-    if isinstance(data, dict):
-        return {replace_placeholder(k, value): replace_placeholder(v, value) for k, v in data.items()}
-    if isinstance(data, list):
-        return [replace_placeholder(v, value) for v in data]
-    return data
-
-
-def fleet_grains(fleet: Path) -> dict[str, dict[str, Any]]:
-    with open(fleet / "grains.json", encoding="utf-8") as fh:
-        return {entry["id"]: entry.get("grains") or {} for entry in json.load(fh)["minions"]}
-
-
-def pick_minions(fleet: Path, count: int, first: str = "web-0001") -> list[str]:
-    """count ids spread evenly over the fleet (deterministic), ``first`` first."""
-    ids = list(fleet_grains(fleet))
-    picked = [first] if first in ids else []
-    step = max(1, len(ids) // max(1, count))
-    for minion_id in ids[::step]:
-        if len(picked) >= count:
-            break
-        if minion_id not in picked:
-            picked.append(minion_id)
-    return picked[:count]
+def pick_minions(fleet: Fleet, count: int) -> list[str]:
+    """count ids spread evenly over the fleet (deterministic), web-0001 first."""
+    with open(fleet.root / "grains.json", encoding="utf-8") as fh:
+        ids = [entry["id"] for entry in json.load(fh)["minions"]]
+    return sample_ids(ids, count, always=(FIRST_MINION,))
 
 
 # -- processes -----------------------------------------------------------------------------
@@ -86,15 +49,6 @@ def wait_for(predicate: Callable[[], Any], timeout: float, interval: float = 0.3
             return last
         time.sleep(interval)
     raise RuntimeError(f"timed out after {timeout:.0f} s waiting for {what} (last: {str(last)[:300]})")
-
-
-def bench_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """This environment with bytecode caching on (an editable install would otherwise recompile
-    at every start, which no user's machine does)."""
-    env = dict(os.environ)
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
-    env.update(extra or {})
-    return env
 
 
 class Daemon:
@@ -201,7 +155,7 @@ class Cluster:
 
     name = "?"
 
-    def __init__(self, scratch: Path, fleet: Path, ids: list[str]):
+    def __init__(self, scratch: Path, fleet: Fleet, ids: list[str]):
         self.scratch = scratch
         self.fleet = fleet
         self.ids = ids
@@ -209,9 +163,9 @@ class Cluster:
         self.ret_port = free_port()
         self.master: Daemon | None = None
         self.minions: list[Daemon] = []
-        grains = fleet_grains(fleet)
-        self.grains = {m: {**replace_placeholder(grains[m], str(self.sandbox(m)))} for m in ids}
         scratch.mkdir(parents=True, exist_ok=True)
+        # __SANDBOX__ becomes <scratch>/sandbox/<minion id>
+        self.grains = {m: g for m, g in load_minions(fleet, scratch / "sandbox") if m in ids}
 
     def sandbox(self, minion_id: str) -> Path:
         return self.scratch / "sandbox" / minion_id
@@ -247,7 +201,7 @@ class Cluster:
 class SaltpanCluster(Cluster):
     name = "saltpan"
 
-    def __init__(self, scratch: Path, fleet: Path, ids: list[str], python: str = sys.executable):
+    def __init__(self, scratch: Path, fleet: Fleet, ids: list[str], python: str = sys.executable):
         super().__init__(scratch, fleet, ids)
         self.python = python
         self.master_conf = scratch / "master.yaml"
@@ -262,8 +216,8 @@ class SaltpanCluster(Cluster):
             "root_dir": str(self.scratch / "master"), "interface": "127.0.0.1",
             "publish_port": self.publish_port, "ret_port": self.ret_port,
             "log_file": str(logs / "master.log"), "log_level": "warning",
-            "file_roots": {"base": [str(self.fleet / "states")]},
-            "pillar_roots": {"base": [str(self.fleet / "pillar")]},
+            "file_roots": {"base": [str(self.fleet.states_dir)]},
+            "pillar_roots": {"base": [str(self.fleet.pillar_dir)]},
         }
         self.master_conf.write_text(json.dumps(master, indent=2))
         self.master = Daemon("master", self.cli("master", "-c", str(self.master_conf)), logs / "master.out")
@@ -313,7 +267,7 @@ class SaltpanCluster(Cluster):
 class SaltCluster(Cluster):
     name = "Salt"
 
-    def __init__(self, scratch: Path, fleet: Path, ids: list[str], salt_bin: Path):
+    def __init__(self, scratch: Path, fleet: Fleet, ids: list[str], salt_bin: Path):
         super().__init__(scratch, fleet, ids)
         self.bin = salt_bin
         self.master_dir = scratch / "master-conf"
@@ -328,8 +282,8 @@ class SaltCluster(Cluster):
             "sock_dir": str(root / "sock"), "log_file": str(logs / "master.log"), "log_level_logfile": "warning",
             "pidfile": str(root / "master.pid"), "interface": "127.0.0.1", "publish_port": self.publish_port,
             "ret_port": self.ret_port, "auto_accept": True, "user": user,
-            "file_roots": {"base": [str(self.fleet / "states")]},
-            "pillar_roots": {"base": [str(self.fleet / "pillar")]},
+            "file_roots": {"base": [str(self.fleet.states_dir)]},
+            "pillar_roots": {"base": [str(self.fleet.pillar_dir)]},
         }
         self.master_dir.mkdir(parents=True, exist_ok=True)
         (self.master_dir / "master").write_text(json.dumps(master, indent=2))
@@ -387,49 +341,8 @@ def _username() -> str:
 
 # -- reporting ----------------------------------------------------------------------------
 
-def machine() -> str:
-    cpu = platform.machine()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return f"{os.cpu_count()} cores {cpu}, Python {platform.python_version()}"
-
-
 def load_average() -> str:
     try:
         return " / ".join(f"{v:.1f}" for v in os.getloadavg())
     except OSError:
         return "?"
-
-
-def today() -> str:
-    return datetime.date.today().isoformat()
-
-
-_HEADING = re.compile(r"^## (.+?)\s*$", re.M)
-_INTRO = """# saltpan benchmark results
-
-Written by the scripts in `bench/` (each owns one section and rewrites it when run).
-saltpan and real Salt are always measured in the same run on the same machine, alternating,
-and figures are medians: the machines are shared and noisy, so compare ratios, not absolutes.
-"""
-
-
-def update_results(title: str, body: str, path: Path = RESULTS) -> None:
-    """Replace (or append) the ``## title`` section of RESULTS.md."""
-    text = path.read_text(encoding="utf-8") if path.exists() else _INTRO
-    section = f"## {title}\n\n{body.strip()}\n"
-    matches = list(_HEADING.finditer(text))
-    for index, found in enumerate(matches):
-        if found.group(1) == title:
-            end = matches[index + 1].start() if index + 1 < len(matches) else len(text)
-            text = text[: found.start()] + section + ("\n" if end < len(text) else "") + text[end:]
-            break
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    path.write_text(text, encoding="utf-8")

@@ -13,14 +13,14 @@ over the rounds go to bench/RESULTS.md.
     python bench/remote_highstate.py --sizes 5 --rounds 5
     python bench/remote_highstate.py --only saltpan     # no Salt (no ratio, nothing written)
 
-Real Salt comes from a separate venv: --salt-venv, else $SALTPAN_BENCH_SALT_VENV, else
-/opt/saltvenv (it needs salt-master, salt-minion and salt in its bin/).
+Real Salt comes from a separate venv: --salt-venv, else bench/salt_venv.py's
+($SALTPAN_BENCH_SALT_VENV, or bench/.work/saltvenv created with pip when missing); it needs
+salt-master, salt-minion and salt in its bin/.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import statistics
 import sys
@@ -30,27 +30,20 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from daemon_fleet import (  # noqa: E402
-    Cluster,
-    SaltCluster,
-    SaltpanCluster,
-    StateRun,
-    default_fleet_dir,
-    load_average,
-    machine,
-    pick_minions,
-    today,
-    update_results,
-)
+import common  # noqa: E402
+import salt_venv  # noqa: E402
+from daemon_fleet import Cluster, SaltCluster, SaltpanCluster, StateRun, load_average, pick_minions  # noqa: E402
 
 TITLE = "Remote highstate through the master (state.apply, N minions)"
 
 
 def salt_bin(venv: str | None) -> Path:
-    path = Path(venv or os.environ.get("SALTPAN_BENCH_SALT_VENV") or "/opt/saltvenv") / "bin"
+    """bin/ of the Salt venv: --salt-venv, else bench/salt_venv.py's (SALTPAN_BENCH_SALT_VENV or
+    bench/.work/saltvenv, created with pip when missing)."""
+    path = (Path(venv) if venv else salt_venv.ensure()) / "bin"
     for tool in ("salt-master", "salt-minion", "salt"):
         if not (path / tool).exists():
-            raise SystemExit(f"no {tool} in {path}: pass --salt-venv (a venv with salt 3008.3 installed)")
+            raise SystemExit(f"no {tool} in {path}: pass --salt-venv (a venv with salt {salt_venv.SALT_VERSION})")
     return path
 
 
@@ -69,7 +62,7 @@ def one_round(cluster: Cluster, log: list[str]) -> tuple[StateRun, StateRun]:
     return first, second
 
 
-def bench_size(size: int, rounds: int, fleet: Path, scratch: Path, bin_dir: Path | None,
+def bench_size(size: int, rounds: int, fleet: common.Fleet, scratch: Path, bin_dir: Path | None,
                log: list[str]) -> dict[str, dict[str, list[float]]]:
     ids = pick_minions(fleet, size)
     clusters: list[Cluster] = [SaltpanCluster(scratch / f"saltpan-{size}", fleet, ids)]
@@ -106,7 +99,7 @@ def report(results: dict[int, dict[str, dict[str, list[float]]]], rounds: int, i
             theirs = statistics.median(by_system["Salt"][run])
             rows.append(f"| {size} | {run} | {ours:.2f} s | {theirs:.2f} s | **{theirs / ours:.1f}x** |")
     return "\n".join([
-        f"`python bench/remote_highstate.py` on {today()}, {machine()}; load average before the run "
+        f"`python bench/remote_highstate.py` on {common.today()}, {common.machine()}; load average before the run "
         f"{load_before} (1/5/15 min; the machine is shared with other work), {rounds} rounds, "
         "the two systems alternating within each round.",
         "",
@@ -134,14 +127,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="1,20", help="comma-separated fleet sizes (default 1,20)")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--fleet-dir", type=Path, default=None)
+    common.add_fleet_args(parser)
     parser.add_argument("--salt-venv", default=None)
     parser.add_argument("--only", choices=["saltpan"], help="measure saltpan alone (nothing is written)")
     parser.add_argument("--keep", action="store_true", help="keep the scratch directory")
     args = parser.parse_args(argv)
-    fleet = (args.fleet_dir or default_fleet_dir()).resolve()
-    if not (fleet / "grains.json").is_file():
-        raise SystemExit(f"no bench fleet at {fleet}; pass --fleet-dir")
+    fleet = common.locate_fleet(args.fleet_dir)
     bin_dir = None if args.only else salt_bin(args.salt_venv)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     # Unix socket paths are limited to ~107 bytes: keep the scratch dir short.
@@ -162,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     ids_note = ", ".join(f"N={s}: {', '.join(pick_minions(fleet, s)[:3])}{' ...' if s > 3 else ''}" for s in sizes)
     body = report(results, args.rounds, ids_note, log, load_before)
-    update_results(TITLE, body)
+    common.update_results(TITLE, body)
     print(body)
     return 0
 
