@@ -67,9 +67,10 @@ def masterless_env(opts: dict[str, Any], need_pillar: bool):
     env = ModuleEnv(opts=opts, grains=grains, pillar=pillar, fresh_pillar=fresh,
                     state_source=LocalRoots(opts.get("file_roots") or {}))
 
-    def refresh() -> None:
+    def refresh(**_: Any) -> bool:
         env.pillar.clear()
         env.pillar.update(fresh()[0])
+        return True
 
     env.refresh_pillar = refresh
     return env

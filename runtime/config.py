@@ -70,7 +70,9 @@ OPTIONS: dict[str, Option] = {
                                        "and to `saltpan compile`'s stderr)."),
     "pillarenv": Option(None, "str", "both", "Compile pillar from this environment only."),
     "pillarenv_from_saltenv": Option(False, "bool", "both", "Use saltenv as pillarenv."),
-    "pillar_cache": Option(False, "bool", "master", "Cache compiled pillar on the master."),
+    "pillar_cache": Option(False, "bool", "master", "Serve a minion's compiled pillar again (pillar.items, state "
+                           "runs) until pillar_cache_ttl passes; saltutil.refresh_pillar compiles anew "
+                           "(clean_cache=True, its default)."),
     "pillar_cache_ttl": Option(3600, "int", "master", "Seconds a cached pillar stays valid."),
     "pillar_schema": Option({}, "any", "both", "JSON Schema files validating the pillar (path or {key: path})."),
     "pillar_mask_patterns": Option(["*password*", "*passwd*", "*secret*", "*private_key*", "*token*"], "list",

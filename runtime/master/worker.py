@@ -135,9 +135,16 @@ class Worker:
         cmd = payload.get("cmd") if isinstance(payload, dict) else None
         handler = self.aes_handlers.get(cmd) if isinstance(cmd, str) else None
         minion_id = request.minion_id
+        named = payload.get("id", minion_id) if isinstance(payload, dict) else minion_id
         if handler is None:
             self.refusals.warning("aes:unknown", "refused command %r from minion %s", str(cmd)[:64], minion_id)
             reply: Any = codec.error_load("unknown_command", "unknown command")
+        elif named != minion_id:
+            # Salt refuses a load whose id is not the authenticated one ("Request id mismatch"): a
+            # minion asking in another's name gets an error, never the other's data.
+            self.refusals.warning(f"aes:{cmd}:id_mismatch", "refused %s from minion %s naming id %r", cmd, minion_id,
+                                  str(named)[:64])
+            reply = codec.error_load("id_mismatch", "the request names another minion id than its session's")
         else:
             try:
                 reply = handler(minion_id, payload)
@@ -316,7 +323,8 @@ class Worker:
         pillarenv = load.get("pillarenv") if isinstance(load.get("pillarenv"), str) else None
         if self._pillar is None:
             self._pillar = pillar_service.PillarService(self.opts, self.data)
-        return {"pillar": self._pillar.compile(minion_id, dict(grains), saltenv, pillarenv)}
+        return {"pillar": self._pillar.compile(minion_id, dict(grains), saltenv, pillarenv,
+                                               clean_cache=load.get("clean_cache") is True)}
 
     def minion_event(self, minion_id: str, load: dict) -> dict:
         events = load.get("events")

@@ -224,22 +224,26 @@ class Minion:
             event = await self.events.get()
             try:
                 if event.tag == "pillar_refresh":
-                    await self.refresh_pillar_now(session)
+                    await self.refresh_pillar_now(session, bool(event.data.get("clean_cache")))
                 elif event.tag == "grains_refresh":
                     from runtime import grains as grains_mod
 
                     self.grains = grains_mod.minion_grains(self.opts, self.id)
                     await session.request({"cmd": "_grains", "grains": self.grains})
+            except (RemoteRefusal, transport.RequestTimeout) as exc:
+                # As Salt: a failed refresh keeps the data in memory and the session up.
+                log.error("%s%s failed, keeping the data in memory: %s", self.prefix, event.tag, exc)
             finally:
                 if event.done is not None:
                     event.done.set()
 
-    async def refresh_pillar_now(self, session: Session) -> None:
+    async def refresh_pillar_now(self, session: Session, clean_cache: bool = False) -> None:
         if self.opts.get("file_client", "remote") == "local":
             data = await asyncio.get_running_loop().run_in_executor(self.executor, self.local_pillar)
         else:
             reply = await session.request({"cmd": "_pillar", "grains": self.grains,
-                                           "saltenv": self.opts.get("saltenv"), "pillarenv": self.opts.get("pillarenv")})
+                                           "saltenv": self.opts.get("saltenv"), "pillarenv": self.opts.get("pillarenv"),
+                                           "clean_cache": clean_cache})
             data = reply.get("pillar") or {}
         self.replace_pillar(data)
         log.info("%spillar refreshed (%d keys)", self.prefix, len(data))
@@ -362,6 +366,12 @@ class Minion:
         self.loop.call_soon_threadsafe(self.events.put_nowait, LocalEvent(tag, data, done))
         return done.wait(wait) if done is not None else True
 
+    def request_pillar_refresh(self, wait: bool = True, timeout: float | None = None,
+                               clean_cache: bool = True) -> bool:
+        """Fire pillar_refresh on the local bus; with wait, return once the new pillar is in memory."""
+        limit = float(timeout or self.opts.get("refresh_timeout", 60)) if wait else None
+        return self.fire_local("pillar_refresh", {"clean_cache": bool(clean_cache)}, wait=limit)
+
     def local_pillar(self) -> dict[str, Any]:
         from runtime import pipeline
 
@@ -391,11 +401,11 @@ class Minion:
     def module_env(self, jid: str | None):
         from runtime.modules import ModuleEnv
 
-        timeout = float(self.opts.get("refresh_timeout", 60))
         return ModuleEnv(
             opts=self.opts, grains=self.grains, pillar=self.pillar, fresh_pillar=self.fresh_pillar,
-            refresh_pillar=lambda: self.fire_local("pillar_refresh", {}, wait=timeout),
-            refresh_grains=lambda: self.fire_local("grains_refresh", {}, wait=timeout),
+            refresh_pillar=self.request_pillar_refresh,
+            refresh_grains=lambda: self.fire_local("grains_refresh", {},
+                                                   wait=float(self.opts.get("refresh_timeout", 60))),
             state_source=self.state_source(), fire_event=lambda tag, data: self.fire_local(tag, dict(data)),
             jid=jid, jobs=self.jobs)
 
