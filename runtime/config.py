@@ -38,7 +38,7 @@ OPTIONS: dict[str, Option] = {
     # identity and grains
     "id": Option(None, "str", "minion", "Minion id. Defaults to the host name (the FQDN)."),
     "grains": Option({}, "dict", "minion", "Static grains merged over the core grains."),
-    "grains_file": Option(None, "path", "minion", "A YAML file of extra grains (Salt's /etc/salt/grains)."),
+    "grains_file": Option(None, "path", "minion", "A YAML file of extra grains (default: `grains` beside the config file, as Salt's /etc/salt/grains)."),
     "fleet_file": Option(None, "path", "both",
                          "saltpan: a fleet file or directory of grains per minion, used by `saltpan compile` "
                          "(--minion and --all) when no --fleet is given."),

@@ -157,7 +157,9 @@ def minion_grains(opts: Mapping[str, Any], minion_id: str, extra: Mapping[str, A
 
     grains = core_grains()
     path = opts.get("grains_file")
-    if path and os.path.exists(path):
+    if not path and opts.get("conf_file"):
+        path = os.path.join(os.path.dirname(str(opts["conf_file"])), "grains")  # Salt's <confdir>/grains
+    if path and os.path.isfile(path):
         with open(path, encoding="utf-8") as fh:
             data = yaml.safe_load(fh) or {}
         if isinstance(data, dict):

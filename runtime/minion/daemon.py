@@ -175,12 +175,15 @@ class Minion:
             await session.request({"cmd": "_grains", "grains": self.grains})
             if not self.started:
                 self.pillar = await asyncio.get_running_loop().run_in_executor(self.executor, self.local_pillar)
+        elif self.started and self.pillar:
+            # a rebuilt session: the in-memory pillar stays (refreshed only on request, as Salt),
+            # the master just needs our grains again; no pillar compile storm after a master restart
+            await session.request({"cmd": "_grains", "grains": self.grains})
         else:
             reply = await session.request({"cmd": "_pillar", "grains": self.grains,
                                            "saltenv": self.opts.get("saltenv"),
                                            "pillarenv": self.opts.get("pillarenv")})
-            if not self.started or not self.pillar:
-                self.replace_pillar(reply.get("pillar") or {})
+            self.replace_pillar(reply.get("pillar") or {})
         if not self.started:
             self.started = True
             await session.request({"cmd": "_minion_event", "events": [
