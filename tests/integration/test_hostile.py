@@ -253,7 +253,11 @@ def test_a_minion_cannot_return_for_another(cluster: Cluster, rogue: Rogue) -> N
     counter, sealed = rogue.seal({"cmd": "_return", "id": "web01", "jid": jid, "fun": "test.sleep",
                                   "fun_args": [2], "return": "forged", "retcode": 0, "success": True})
     reply = rogue.send(counter, sealed)
-    assert reply["error"]["reason"] == "not_targeted", reply
+    assert reply["error"]["reason"] == "id_mismatch", reply  # a load naming another id is refused outright
+    counter, sealed = rogue.seal({"cmd": "_return", "jid": jid, "fun": "test.sleep", "fun_args": [2],
+                                  "return": "forged", "retcode": 0, "success": True})
+    reply = rogue.send(counter, sealed)
+    assert reply["error"]["reason"] == "not_targeted", reply  # and without an id, the session's id is used
     wait_for(lambda: '"web01": true' in cluster.saltpan("jobs", "-c", str(cluster.master_conf), "lookup", jid,
                                                          "--out", "json").stdout, 15, what="web01's own return")
 
