@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any
 
@@ -53,13 +54,32 @@ def master(args: argparse.Namespace) -> int:
 
 
 def minion(args: argparse.Namespace) -> int:
+    from runtime.lean_asyncio import lean_minion_imports
+
+    lean_minion_imports()
     try:
         opts = _opts(args, "minion")
     except ConfigError as exc:
         return _fail("minion", exc)
+    if os.environ.get("SALTPAN_NO_REEXEC") != "1" and hasattr(os, "memfd_create"):
+        _reexec_lean_minion(opts)  # does not return
     from runtime.minion import daemon
 
     return daemon.run(opts)
+
+
+def _reexec_lean_minion(opts: dict[str, Any]) -> None:
+    """Replace this process by `python -m runtime.minion` fed the parsed options (see its module doc)."""
+    import json
+    import sys
+
+    fd = os.memfd_create("saltpan-minion-opts", 0)
+    os.write(fd, json.dumps(opts, default=str).encode())
+    os.lseek(fd, 0, os.SEEK_SET)
+    os.set_inheritable(fd, True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(sys.executable, [sys.executable, "-m", "runtime.minion", "--opts-fd", str(fd)])
 
 
 def run(args: argparse.Namespace) -> int:
@@ -422,6 +442,9 @@ def swarm(args: argparse.Namespace) -> int:
         opts = _opts(args, "minion")
     except ConfigError as exc:
         return _fail("swarm", exc)
+    from runtime.lean_asyncio import lean_minion_imports
+
+    lean_minion_imports()
     from runtime.minion import swarm as swarm_mod
 
     return swarm_mod.run(opts, int(args.count), args.prefix)
