@@ -282,6 +282,10 @@ def diff_paths(left: Any, right: Any, path: str = "", limit: int = 10) -> list[s
                 else:
                     walk(a[key], b[key], sub)
             return
+        if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+            for index, (x, y) in enumerate(zip(a, b, strict=True)):
+                walk(x, y, f"{where}[{index}]")
+            return
         if a != b:
             out.append(f"{where or '<root>'}: saltpan {json.dumps(a)[:80]} != Salt {json.dumps(b)[:80]}")
 
