@@ -178,9 +178,12 @@ def report(args: argparse.Namespace, results: dict[str, dict[str, list]], counts
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     common.add_fleet_args(parser)
+    common.add_load_args(parser)
     parser.add_argument("--runs", type=int, default=9, help="alternating rounds per implementation (default 9)")
     parser.add_argument("--no-results", action="store_true", help="do not update bench/RESULTS.md")
     args = parser.parse_args(argv)
+    load, waited = common.wait_load_below(args.wait_load)
+    print(f"load average {load:.1f} after waiting {waited:.0f} s", flush=True)
     args.load_start = os.getloadavg()[0]
 
     fleet = common.locate_fleet(args.fleet_dir)

@@ -169,6 +169,7 @@ def report(args: argparse.Namespace, rounds: list[dict[str, Any]], cli: dict[str
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     common.add_fleet_args(parser)
+    common.add_load_args(parser)
     parser.add_argument("--rounds", type=int, default=3, help="alternating in-process rounds (default 3)")
     parser.add_argument("--cli-runs", type=int, default=10, help="whole-process runs of each CLI (default 10)")
     parser.add_argument("--saltpan-repeats", type=int, default=3,
@@ -180,6 +181,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", type=Path, default=None,
                         help="also write a cProfile of one saltpan compile loop to this file")
     args = parser.parse_args(argv)
+    load, waited = common.wait_load_below(args.wait_load)
+    print(f"load average {load:.1f} after waiting {waited:.0f} s", flush=True)
     args.load_start = os.getloadavg()[0]
 
     fleet = common.locate_fleet(args.fleet_dir)
