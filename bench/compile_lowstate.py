@@ -105,6 +105,14 @@ def run_cli(workload: dict[str, Any], runs: int) -> dict[str, Any]:
 
 # -- report ------------------------------------------------------------------------------------
 
+def rss_ratio(saltpan: float | None, salt: float | None) -> str:
+    if not saltpan or not salt:
+        return "-"
+    if abs(salt / saltpan - 1) < 0.15:
+        return "about the same"
+    return f"{salt / saltpan:.1f}x less" if salt > saltpan else f"{saltpan / salt:.1f}x more"
+
+
 def report(args: argparse.Namespace, rounds: list[dict[str, Any]], cli: dict[str, Any] | None,
            workload: dict[str, Any] | None, problems: list[str], sample: list[str]) -> str:
     def med(key: str, field: str) -> float | None:
@@ -122,7 +130,7 @@ def report(args: argparse.Namespace, rounds: list[dict[str, Any]], cli: dict[str
         [f"lowstate in-process (pillar compiled too), {n:,} minions, 1 process (minions/s)", f"{sp_rate:.0f}",
          f"{salt_rate:.1f}" if salt_rate else "-", ratio(sp_rate, salt_rate), date, machine],
         ["peak RSS of that process", common.mib(sp_rss), common.mib(salt_rss) if salt_rss else "-",
-         ratio(salt_rss, sp_rss).replace("x", "x less") if salt_rss else "-", date, machine],
+         rss_ratio(sp_rss, salt_rss), date, machine],
     ]
     if cli:
         rows.append(["whole process, web-0001: `saltpan compile --show lowstate` vs "

@@ -241,8 +241,8 @@ def main(argv: list[str] | None = None) -> int:
     by_memory = int(available / 2 / max(1, probe["memory"].pss_kib))
     salt_count = max(1, min(args.salt_max, by_memory))
     why = (f"half of the memory available at the start ({common.mib(available)}) holds {by_memory} of them, and "
-           f"the run uses {salt_count}" + (f" (capped by --salt-max {args.salt_max}: on 2 shared cores each "
-                                           f"start-up's CPU makes a bigger storm a test of the scheduler)."
+           f"the run uses {salt_count}" + (f" (the --salt-max cap, {args.salt_max}: the machine is shared and "
+                                           "has 2 cores, and a bigger storm measures mostly the scheduler)."
                                            if salt_count < by_memory else "."))
     print(f"salt-minion probe: {probe['memory'].text()}, {probe['cpu']:.1f} s CPU to start; {why}", flush=True)
 
