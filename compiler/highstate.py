@@ -105,6 +105,7 @@ class _Session:
         self.auto_order = bool(self.opts.get("state_auto_order", True))
         self._salt = salt_functions.build(minion_id, grains, pillar, self.opts).extend(owner.extra_functions)
         self._avail: dict[str, list[str]] = {}
+        self._available: set[str] | None = None
 
     # -- helpers ------------------------------------------------------------------
     def context(self, source_file: SourceFile, sls: str | None) -> dict[str, Any]:
@@ -114,7 +115,6 @@ class _Session:
             "pillar": self.pillar,
             "salt": self._salt,
             "saltenv": source_file.saltenv,
-            "env": source_file.saltenv,
             "id": self.minion_id,
         }
         ctx.update(template_vars(source_file, sls))
@@ -129,6 +129,12 @@ class _Session:
         if any(ch in pattern for ch in "*?["):
             return fnmatch.filter(self.avail(env), pattern) or [pattern]
         return [pattern]
+
+    def available(self, env: str) -> bool:
+        """Salt's available environments: base, and those of envs() (env_order filters them)."""
+        if self._available is None:
+            self._available = {"base", *self.envs()}
+        return env in self._available
 
     def envs(self) -> list[str]:
         known = self.o.source.saltenvs()
@@ -161,7 +167,8 @@ class _Session:
             merged = top.merge_state_tops(tops, strategy, str(self.opts.get("default_top") or "base"), read_envs)
         minion = match.Minion(self.minion_id, self.grains, self.pillar)
         matches, errors = top.match_top(merged, minion, self.opts.get("nodegroups") or {}, only_env=self.saltenv,
-                                        dedupe=False, known_envs=self.o.source.saltenvs())
+                                        dedupe=False, known_envs=[e for e in self.o.source.saltenvs()
+                                                                  if self.available(e)])
         self.errors.extend(errors)
         return matches
 
@@ -171,6 +178,10 @@ class _Session:
         mods: set[str] = set()
         for env, items in matches.items():
             for matched in items:
+                if not self.available(env):
+                    # Salt reports the env, then still renders the sls from the roots
+                    self.fail(MISSING_SLS, f"No matching salt environment for environment '{env}' found",
+                              matched.display, matched.line)
                 for sls in self.expand(env, matched.sls):
                     if f"{env}:{sls}" in mods:
                         continue
@@ -248,7 +259,7 @@ class _Session:
         else:
             env_key, inc_sls = env, inc
         env_key, inc_sls = str(env_key), str(inc_sls)
-        if env_key != "_xenv" and env_key not in self.o.source.saltenvs():
+        if env_key != "_xenv" and not self.available(env_key):
             self.fail(MISSING_SLS, f"Nonexistent saltenv '{env_key}' found in include of '{inc_sls}' within SLS "
                       f"'{env}:{sls}'", display, line)
             return

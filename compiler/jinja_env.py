@@ -6,13 +6,17 @@
   ``../x`` names resolve against the importing template, never past the root);
 * Salt's tags ``import_yaml``, ``import_json``, ``import_text`` and
   ``load_yaml``, ``load_json``, ``load_text`` (``{% load_yaml as x %}...{% endload %}``);
-* Salt's filters and tests.
+* Salt's filters and tests;
+* the render context visible to imported templates: Salt renders with the context in the
+  environment's globals, so ``{% from 'map.jinja' import x %}`` (without ``with context``) sees
+  grains, pillar, salt, sls... (``with_globals`` binds a context to a cached template).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections import ChainMap
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import jinja2
@@ -52,8 +56,30 @@ class TemplateAccessDenied(jinja2.TemplateNotFound):
         self.reason = reason
 
 
+def with_globals(template: jinja2.Template, extra: Mapping[str, Any]) -> jinja2.Template:
+    """A copy of a (cached) template whose globals also hold extra; the cache stays untouched."""
+    bound = object.__new__(type(template))
+    bound.__dict__.update(template.__dict__)
+    bound.globals = ChainMap(dict(extra), template.globals)
+    bound._module = None
+    return bound
+
+
+class SaltTemplate(jinja2.Template):
+    """Imports pass the importer's globals on, at every depth (Jinja passes them one level)."""
+
+    def _get_default_module(self, ctx: jinja2.runtime.Context | None = None) -> jinja2.environment.TemplateModule:
+        if ctx is not None:
+            keys = ctx.globals_keys - self.globals.keys()
+            if keys:
+                return with_globals(self, {k: ctx.parent[k] for k in keys}).make_module()
+        return super()._get_default_module(ctx)
+
+
 class SaltEnvironment(SandboxedEnvironment):
     """Sandboxed environment with Salt's relative template names."""
+
+    template_class = SaltTemplate
 
     def join_path(self, template: str, parent: str) -> str:
         if template.startswith("./") or template.startswith("../"):

@@ -96,14 +96,19 @@ def _plain(value: Any) -> Any:
 
 def regex_search(txt: str, rgx: str, ignorecase: bool = False, multiline: bool = False) -> tuple | None:
     flags = (re.I if ignorecase else 0) | (re.M if multiline else 0)
-    found = re.search(rgx, txt, flags)
-    return found.groups() if found else None
+    return _groups(re.search(rgx, txt, flags))
 
 
 def regex_match(txt: str, rgx: str, ignorecase: bool = False, multiline: bool = False) -> tuple | None:
     flags = (re.I if ignorecase else 0) | (re.M if multiline else 0)
-    found = re.match(rgx, txt, flags)
-    return found.groups() if found else None
+    return _groups(re.match(rgx, txt, flags))
+
+
+def _groups(found: re.Match | None) -> tuple | None:
+    """The groups of a match, or (whole match,) for a pattern without groups (as Salt's filters)."""
+    if found is None:
+        return None
+    return found.groups() or (found.group(),)
 
 
 def regex_replace(txt: str, rgx: str, val: str, ignorecase: bool = False, multiline: bool = False) -> str:

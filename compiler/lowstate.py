@@ -416,15 +416,19 @@ class _Compile:
 
 
 def compile_lowstate(high: dict, origins: dict[str, Origin],
-                     has_mod_watch: Callable[[str], bool] | None = None) -> LowResult:
-    """Salt's compile_low_chunks: extend, verify, requisite_in, exclude, chunks, order."""
+                     has_mod_watch: Callable[[str], bool] | None = None, high_checks_only: bool = False) -> LowResult:
+    """Salt's compile_low_chunks: extend, verify, requisite_in, exclude, chunks, order.
+
+    high_checks_only stops after the checks on the high data (extend, verify, requisite_in): what
+    Salt's show_lowstate still reports about high data whose rendering had errors.
+    """
     run = _Compile(high, origins, has_mod_watch or (lambda state: state in MOD_WATCH_STATES))
     run.reconcile_extend()
     run.verify()
     if not run.errors:
         run.requisite_in()
     run.apply_exclude()
-    if run.errors:
+    if run.errors or high_checks_only:
         return LowResult(None, run.errors)
     chunks = run.chunks()
     lowstate, problems = order_chunks(chunks, run.has_mod_watch)

@@ -8,6 +8,7 @@ pillar's ``_errors`` list, and a structured ``CompileError`` with file:line.
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -146,7 +147,6 @@ class _PillarRun:
             "pillar": self.template_pillar,
             "salt": self.salt_table(),
             "saltenv": source_file.saltenv,
-            "env": source_file.saltenv,
             "id": self.minion_id,
         }
         ctx.update(template_vars(source_file, sls))
@@ -215,7 +215,7 @@ class _PillarRun:
         if top_name.startswith("salt://"):
             top_name = top_name[len("salt://"):]
         tops, errors = top.read_tops(self.o.renderer, self.pillar_envs(), lambda f: self.context(f, None),
-                                     top_name)
+                                     top_name, stop_at_failure=True)
         for err in errors:
             self.fail(err, f"Rendering Primary Top file failed, render error: {err}")
         return top.merge_pillar_tops(tops)
@@ -324,7 +324,7 @@ class _PillarRun:
             except CompileError as exc:
                 self.fail(CompileError(exc.kind, exc.message, found.display, include_line))
                 continue
-            for target in top.expand_sls(self.o.source, env, resolved):
+            for target in self.include_targets(env, sub_sls, resolved):
                 if target in chain + [sls]:
                     cycle = " -> ".join(chain + [sls, target])
                     self.fail(CompileError(INCLUDE_CYCLE, f"Include cycle in pillar: {cycle}",
@@ -362,6 +362,27 @@ class _PillarRun:
             "sls", before.label, before.display, deepcopy(before.data), before.places, list(via),
             strategy=before.strategy, exact=before.exact,
             note="rendered earlier; its data is merged again where it is included"))
+
+    def include_targets(self, env: str, name: str, resolved: str) -> list[str]:
+        """The sls an include entry names, as Salt finds them.
+
+        Salt first looks the name up with its leading dots stripped and '/' read as '.'
+        (so `.shared` also includes a top-level `shared`, and `apps/common` is `apps.common`),
+        then looks up the resolved relative name; globs expand in both lookups.
+        """
+        targets: list[str] = []
+        if name.startswith(".") or "/" in name:
+            targets.extend(self.existing_sls(env, name.lstrip(".").replace("/", ".")))
+        targets.extend(t for t in self.existing_sls(env, resolved) if t not in targets)
+        return targets or [resolved]
+
+    def existing_sls(self, env: str, pattern: str) -> list[str]:
+        if any(ch in pattern for ch in "*?["):
+            return fnmatch.filter(top.list_sls(self.o.source, env), pattern)
+        try:
+            return [pattern] if pattern and find_sls(self.o.source, env, pattern) is not None else []
+        except CompileError:
+            return [pattern]  # rendering it reports the error
 
     # -- ext_pillar -------------------------------------------------------------------
     def ext_pillar(self, pillar: dict) -> dict:

@@ -21,7 +21,7 @@ import jinja2
 
 from compiler import yamlload
 from compiler.errors import ACCESS_DENIED, RENDER_ERROR, CompileError
-from compiler.jinja_env import SaltEnvironment, TemplateAccessDenied, make_environment
+from compiler.jinja_env import SaltEnvironment, TemplateAccessDenied, make_environment, with_globals
 from compiler.roots import FileSource, SourceFile
 
 DEFAULT_PIPE = "jinja|yaml"
@@ -201,7 +201,7 @@ class Renderer:
         return tmpl
 
     def _jinja(self, source_file: SourceFile, text: str, context: Mapping[str, Any]) -> str:
-        tmpl = self.template(source_file, text)
+        tmpl = with_globals(self.template(source_file, text), context)
         try:
             out = tmpl.render(context)
         except Exception as exc:  # noqa: BLE001 - any template failure is a render error

@@ -34,7 +34,9 @@ class FunctionTable(dict):
         raise FunctionNotAvailable(key)
 
     def extend(self, functions: Mapping[str, Callable[..., Any]]) -> FunctionTable:
-        self.update(functions)
+        """Add functions the table does not have yet (the pure compile-time ones always win)."""
+        for name, func in functions.items():
+            self.setdefault(name, func)
         return self
 
 

@@ -80,8 +80,12 @@ MergedTop = dict[str, dict[str, TopEntry]]
 
 
 def read_tops(renderer: Renderer, envs: list[str], context_for: Callable[[SourceFile], dict],
-              top_name: str = "top.sls") -> tuple[list[TopFile], list[CompileError]]:
-    """Render the top file of each env (and the top files they include)."""
+              top_name: str = "top.sls", stop_at_failure: bool = False) -> tuple[list[TopFile], list[CompileError]]:
+    """Render the top file of each env (and the top files they include).
+
+    stop_at_failure: a top file that fails to render ends the reading of further environments'
+    top files (Salt's pillar does so: the tops read so far are still used).
+    """
     source = renderer.source
     tops: list[TopFile] = []
     errors: list[CompileError] = []
@@ -91,6 +95,8 @@ def read_tops(renderer: Renderer, envs: list[str], context_for: Callable[[Source
             continue
         top = _render_top(renderer, found, context_for, errors)
         if top is None:
+            if stop_at_failure:
+                break
             continue
         tops.append(top)
         done: set[str] = set()

@@ -140,23 +140,22 @@ class Executor:
         run = self.lowstate.runs[index]
         low = self.lowstate.chunks[run.chunk]
         key = tag(low)
+        check = run.prereq_check  # the test-mode run of a prereq target, before the state that prereqs it
         status, reqs = self.requisite_status(index)
-        if run.prereq_check:
-            self.call_prereq_check(low, key, status)
-            return
         if status == "met":
-            self.running[key] = self.call(low)
+            self.record(key, self.call(low, prereq=True) if check else self.call(low), check)
         elif status == "unmet":
-            self.not_run(low, key, False, "One or more requisite did not run (internal ordering error)")
+            self.not_run(low, key, False, "One or more requisite did not run (internal ordering error)", check)
         elif status == "skip_req":
-            self.not_run(low, key, True, "State was not run because requisites were skipped by another state")
-        elif status == "skip_watch":
+            self.not_run(low, key, True, "State was not run because requisites were skipped by another state",
+                         check)
+        elif status == "skip_watch" and not check:
             ret = self.call(low)
             ret["comment"] = f"{ret['comment']} mod_watch was not run because requisites were skipped by " \
                              "another state"
             self.running[key] = ret
         elif status == "fail":
-            if key in self.pre:
+            if key in self.pre and not check:
                 ret = dict(self.pre[key])
                 ret["changes"] = {}
                 ret["__run_num__"] = self.next_run_num()
@@ -166,8 +165,8 @@ class Executor:
             else:
                 failed = sorted({f"{c.get('__sls__')}.{c['__id__']}" for chunks in reqs.values() for c in chunks
                                  if (self.pre.get(tag(c)) or self.running.get(tag(c)) or {}).get("result") is False})
-                self.not_run(low, key, False, f"One or more requisite failed: {', '.join(failed)}")
-        elif status == "change":
+                self.not_run(low, key, False, f"One or more requisite failed: {', '.join(failed)}", check)
+        elif status == "change" and not check:
             ret = self.call(low)
             if not ret["changes"] and not ret.get("skip_watch", False):
                 watch_low = dict(low)
@@ -177,41 +176,34 @@ class Executor:
                 ret = self.call(watch_low)
             self.running[key] = ret
         elif status == "pre":
-            self.not_run(low, key, True, "No changes detected")
+            self.not_run(low, key, True, "No changes detected", check)
         elif status == "onfail":
-            self.not_run(low, key, True, "State was not run because onfail req did not change")
+            self.not_run(low, key, True, "State was not run because onfail req did not change", check)
         elif status == "onchanges":
-            self.not_run(low, key, True, "State was not run because none of the onchanges reqs changed")
+            self.not_run(low, key, True, "State was not run because none of the onchanges reqs changed", check)
+        else:  # "change" / "skip_watch" for a prereq check: a plain test-mode run
+            self.record(key, self.call(low, prereq=True), check)
 
-    def call_prereq_check(self, low: dict, key: str, status: str) -> None:
-        if status in ("met", "change"):
-            ret = self.call(low, prereq=True)
-            if status == "change" and not ret["changes"]:
-                ret["changes"] = {"watch": "watch"}
-                ret["result"] = None
+    def record(self, key: str, ret: dict, check: bool) -> None:
+        if check:
             self.pre[key] = ret
-        elif status == "pre":
-            start, duration = _fake_timing()
-            self.pre[key] = {"changes": {}, "result": True, "duration": duration, "start_time": start,
-                             "comment": "No changes detected", "__state_ran__": False,
-                             "__run_num__": self.next_run_num(),
-                             **{k: low.get(k) for k in ("__sls__", "__id__", "name")}}
         else:
-            self.pre[key] = {"changes": {}, "result": False, "comment": "One or more requisite failed",
-                             "__state_ran__": False, **{k: low.get(k) for k in ("__sls__", "__id__", "name")}}
+            self.running[key] = ret
 
     def next_run_num(self) -> int:
         num = self.run_num
         self.run_num += 1
         return num
 
-    def not_run(self, low: dict, key: str, ok: bool, comment: str) -> None:
+    def not_run(self, low: dict, key: str, ok: bool, comment: str, check: bool = False) -> None:
+        """A state that does not run: Salt records it (and a prereq check's outcome) as a result."""
         start, duration = _fake_timing()
-        self.running[key] = {
-            "changes": {}, "result": ok, "duration": duration, "start_time": start, "comment": comment,
-            "__state_ran__": False, "__run_num__": self.next_run_num(),
-            **{k: low.get(k) for k in ("__sls__", "__id__", "name")},
-        }
+        ret = {"changes": {}, "result": ok, "duration": duration, "start_time": start, "comment": comment,
+               "__state_ran__": False, "__run_num__": self.next_run_num(),
+               **{k: low.get(k) for k in ("__sls__", "__id__", "name")}}
+        self.running[key] = ret
+        if check:
+            self.pre[key] = ret
 
     def call(self, low: dict, prereq: bool = False, attempt: int = 1) -> dict:
         start = _now()
@@ -309,7 +301,11 @@ class Executor:
 
     # -- listen ------------------------------------------------------------------
     def call_listen(self) -> None:
-        chunks = self.lowstate.chunks
+        chunks = []
+        for run in self.lowstate.runs:  # execution order, each chunk once
+            chunk = self.lowstate.chunks[run.chunk]
+            if not run.prereq_check and all(chunk is not c for c in chunks):
+                chunks.append(chunk)
         refs = {(c["state"], c["__id__"], c["name"]): c for c in chunks}
         listeners: list[tuple[tuple, list]] = []
         for chunk in chunks:

@@ -43,15 +43,23 @@ class StateResult:
 
 def compile_states(opts: Mapping[str, Any], minion_id: str, grains: Mapping[str, Any], pillar: Mapping[str, Any],
                    what: str = "lowstate", compiler: StateCompiler | None = None, mods: list[str] | None = None,
-                   saltenv: str | None = None) -> StateResult:
-    """top / highstate / lowstate for one minion with its compiled pillar."""
+                   saltenv: str | None = None, all_errors: bool = False) -> StateResult:
+    """top / highstate / lowstate for one minion with its compiled pillar.
+
+    all_errors (show_lowstate): when rendering had errors, also report what the extend and verify
+    checks find in the partial high data, as Salt's show_lowstate does (state.apply stops at the
+    render errors).
+    """
     compiler = compiler or state_compiler(opts)
     if what == "top":
         matches, errors = compiler.top(minion_id, grains, pillar, saltenv)
         return StateResult(matches, errors)
     high = compiler.highstate(minion_id, grains, pillar, saltenv, mods)
     if high.errors:
-        return StateResult(None, high.errors)
+        errors = list(high.errors)
+        if what == "lowstate" and all_errors:
+            errors += compile_lowstate(high.high, high.origins, high_checks_only=True).errors
+        return StateResult(None, errors)
     if what == "highstate":
         return StateResult(high.high, [])
     low = compile_lowstate(high.high, high.origins)

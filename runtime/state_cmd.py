@@ -32,7 +32,7 @@ def show(opts: Mapping[str, Any], minion_id: str, grains: Mapping[str, Any], wha
             print(f"- {message}", file=sys.stderr)
         report_errors(pillar_result.errors)
         return 1
-    result = pipeline.compile_states(opts, minion_id, grains, pillar_result.pillar, what)
+    result = pipeline.compile_states(opts, minion_id, grains, pillar_result.pillar, what, all_errors=True)
     if result.errors:
         print(output.render([e.salt_message() for e in result.errors], out, sys.stdout))
         report_errors(result.errors)

@@ -13,6 +13,7 @@ from typing import Any
 from compiler.errors import CompileError
 from compiler.render import Renderer
 from compiler.requisites import Lowstate, Run, order_chunks
+from compiler.roots import valid_saltenv
 from compiler.salt_functions import build as build_functions
 from runtime import pipeline
 from runtime.executor import Executor
@@ -38,13 +39,27 @@ class StateRunner:
         self.opts = env.opts
         self.pillar = pillar
         self.source = env.state_source
-        self.compiler = pipeline.state_compiler(self.opts, self.source)
+        from runtime import modules
+
+        # templates rendered for a run on this host may call execution functions (salt['cmd.run'] ...)
+        runtime_functions = modules.function_table(env)
+        self.compiler = pipeline.state_compiler(self.opts, self.source, runtime_functions)
         self.renderer: Renderer = self.compiler.renderer
         self.functions = build_functions(self.opts.get("id") or "", env.grains, pillar, self.opts)
+        self.functions.extend(runtime_functions)
 
     def fetch_file(self, url: str, saltenv: str) -> tuple[bytes, str, int | None] | None:
         path, env_name = _parse_salt_url(url, saltenv)
-        found = self.source.fetch(env_name, path)
+        if not valid_saltenv(env_name):
+            from runtime.states._source import SourceError
+
+            raise SourceError(f"Source file {url} refused: invalid saltenv {env_name[:64]!r}")
+        try:
+            found = self.source.fetch(env_name, path)
+        except CompileError as exc:  # outside the roots, refused or unreachable file server
+            from runtime.states._source import SourceError
+
+            raise SourceError(f"Source file {url} refused: {exc.message}") from None
         if found is None:
             return None
         return found.data, found.display, found.mode
@@ -115,7 +130,7 @@ def show(env: Any, what: str, mods: list[str] | None = None, saltenv: str | None
             pillar_data.get("_errors") or [str(e) for e in errors]))
     runner = StateRunner(env, pillar_data)
     result = pipeline.compile_states(env.opts, env.opts.get("id") or "", env.grains, pillar_data, what,
-                                     compiler=runner.compiler, mods=mods, saltenv=saltenv)
+                                     compiler=runner.compiler, mods=mods, saltenv=saltenv, all_errors=True)
     if result.errors:
         return [e.salt_message() for e in result.errors]
     return result.data

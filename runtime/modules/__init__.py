@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-MODULES = ("test", "cmd", "grains", "pillar", "state", "saltutil", "sys")
+MODULES = ("test", "cmd", "grains", "pillar", "state", "saltutil", "sys", "file")
 
 
 class CommandError(Exception):
@@ -44,6 +44,9 @@ class ModuleEnv:
     jid: str | None = None
     # running jobs on this minion (saltutil.running / find_job / kill_job)
     jobs: Any = None
+    # the job's exit status as Salt's __context__["retcode"]: cmd.* set the command's, test.retcode
+    # the one asked for; the minion returns it and `saltpan run` exits 1 when one is not 0
+    retcode: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -82,3 +85,19 @@ def list_functions() -> list[str]:
         module = importlib.import_module(f"runtime.modules.{mod}_mod")
         out.extend(f"{mod}.{fun}" for fun in getattr(module, "__all__", ()))
     return sorted(out)
+
+
+def function_table(env: ModuleEnv, exclude_prefixes: tuple[str, ...] = ("state.", "saltutil.")) -> dict[str, Any]:
+    """Every execution function bound to env, as the ``salt`` table state templates see when they
+    are rendered on a minion (Salt formulas call salt['cmd.run'], salt['file.file_exists'] ...).
+    Functions that would recurse into a state run or change the minion are left out."""
+    table: dict[str, Any] = {}
+    for name in list_functions():
+        if name.startswith(exclude_prefixes):
+            continue
+
+        def bound(*args: Any, _name: str = name, **kwargs: Any) -> Any:
+            return call(env, _name, args, kwargs)
+
+        table[name] = bound
+    return table

@@ -83,13 +83,13 @@ def _read_yaml(path: str) -> Any:
         return yaml.safe_load(fh)
 
 
-def case_names() -> list[str]:
-    return sorted(name for name in os.listdir(CASES_DIR)
-                  if os.path.isfile(os.path.join(CASES_DIR, name, "case.yaml")))
+def case_names(cases_dir: str = CASES_DIR) -> list[str]:
+    return sorted(name for name in os.listdir(cases_dir)
+                  if os.path.isfile(os.path.join(cases_dir, name, "case.yaml")))
 
 
-def load_case(name: str) -> Case:
-    path = os.path.join(CASES_DIR, name)
+def load_case(name: str, cases_dir: str = CASES_DIR) -> Case:
+    path = os.path.join(cases_dir, name)
     meta = _read_yaml(os.path.join(path, "case.yaml")) or {}
     config = _read_yaml(os.path.join(path, "config.yaml")) or {}
     return Case(name, path, tuple(meta.get("checks") or ()), dict(meta.get("errors") or {}), config)

@@ -84,7 +84,7 @@ def test_relative_paths_resolve_against_the_config_file(tmp_path, monkeypatch) -
     assert opts["cachedir"] == str(tmp_path / "run/cache")
     assert opts["root_dir"] == str(tmp_path / "rootdir")
     # defaults that are relative to root_dir follow it
-    assert opts["pki_dir"] == str(tmp_path / "rootdir/etc/saltpan/pki")
+    assert opts["pki_dir"] == str(tmp_path / "rootdir/etc/saltpan/pki/minion")  # one pki dir per role
 
 
 def test_default_include_conf_d_files_are_merged(tmp_path) -> None:

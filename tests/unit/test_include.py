@@ -76,6 +76,25 @@ def test_relative_includes_from_a_file_and_from_an_init(tmp_path) -> None:
     assert pillar_of(tmp_path, files) == {"sibling2": 1, "er": 1}
 
 
+def test_relative_include_also_finds_the_name_without_its_dots(tmp_path) -> None:
+    # Salt looks `.shared` up as `shared` too: both the top-level and the relative sls are included
+    files = {
+        "top.sls": _top("app.web"),
+        "app/web.sls": "include:\n  - .shared\nweb: 1\n",
+        "app/shared.sls": "who: app\napp_shared: 1\n",
+        "shared.sls": "who: top\ntop_shared: 1\n",
+    }
+    assert pillar_of(tmp_path, files) == {"who": "app", "app_shared": 1, "top_shared": 1, "web": 1}
+
+
+def test_include_with_slashes(tmp_path) -> None:
+    files = {"top.sls": _top("main"), "main.sls": "include:\n  - other/thing\nmain: 1\n",
+             "other/thing.sls": "thing: 1\n"}
+    result = compile_pillar(tmp_path, files)
+    assert result.errors == []
+    assert result.pillar == {"thing": 1, "main": 1}
+
+
 def test_relative_include_beyond_the_top_names_the_file(tmp_path) -> None:
     files = {"top.sls": _top("a"), "a.sls": "include:\n  - ..nothing\na: 1\n"}
     result = compile_pillar(tmp_path, files)

@@ -326,6 +326,8 @@ def test_a_function_outside_the_table_is_a_clear_error(tmp_path) -> None:
     ("'abc123def' | regex_search('([0-9]+)([a-z]+)') | json", ["123", "def"]),
     ("'abc123' | regex_match('[a-z]+([0-9]+)') | json", ["123"]),
     ("'abc123' | regex_match('[0-9]+') | json", None),
+    ("'abc123def' | regex_search('[0-9]+') | json", ["123"]),  # no groups: the whole match
+    ("'abc123' | regex_match('[a-z]+') | json", ["abc"]),
     ("'a1b22c' | regex_replace('[0-9]+', '#')", "a#b#c"),
     ("[1, [2, [3, None]], 4] | flatten | json", [1, 2, 3, 4]),
     ("[1, [2, [3, None]], 4] | flatten(preserve_nulls=True) | json", [1, 2, 3, None, 4]),
@@ -429,3 +431,27 @@ def test_yaml_uses_the_c_loader_when_available() -> None:
 
     if hasattr(yaml, "CSafeLoader"):
         assert issubclass(yamlload.SaltYamlLoader, yaml.CSafeLoader)
+
+
+def test_imported_templates_see_the_render_context_at_every_depth(tmp_path) -> None:
+    # Salt renders with the context in the environment's globals: an import without
+    # `with context` still sees grains/salt, also from a template that file imports itself.
+    files = {
+        "top.sls": "base:\n  '*':\n    - main\n",
+        "inner.jinja": "{% set role = salt['grains.get']('roles')[0] %}",
+        "map.jinja": "{% from 'inner.jinja' import role %}{% set m = {'os': grains.os, 'role': role} %}",
+        "main.sls": "{% from 'map.jinja' import m %}\nm: {{ m | json }}\n",
+    }
+    from compiler.pillar import PillarCompiler
+    from compiler.roots import LocalRoots
+    from tests.unit.helpers import write_tree
+
+    write_tree(tmp_path / "pillar", files)
+    roots = {"base": [str(tmp_path / "pillar")]}
+    compiler = PillarCompiler({"pillar_roots": roots}, LocalRoots(roots))
+    first = compiler.compile("web01", {"id": "web01", "os": "Debian", "roles": ["web"]})
+    second = compiler.compile("db01", {"id": "db01", "os": "RedHat", "roles": ["db"]})
+    assert first.errors == [] and second.errors == []
+    # the imported module is built per render, never reused for another minion
+    assert first.pillar["m"] == {"os": "Debian", "role": "web"}
+    assert second.pillar["m"] == {"os": "RedHat", "role": "db"}

@@ -97,3 +97,20 @@ def test_jinja_in_the_top_file(tmp_path) -> None:
     }
     assert pillar_of(tmp_path, files, grains={"os": "Debian"}) == {"common": 1, "debian": 1, "own": 1}
     assert pillar_of(tmp_path, None, grains={"os": "RedHat"}) == {"common": 1, "own": 1}
+
+
+@pytest.mark.parametrize(("broken", "expected"), [
+    ("base", {}),  # base's top fails first: dev's top is never read
+    ("dev", {"b_star": 1}),  # the tops read before the failure are used
+])
+def test_a_top_file_render_error_stops_reading_further_top_files(tmp_path, broken: str, expected: dict) -> None:
+    from tests.unit.helpers import compile_pillar
+
+    files = {"pillar/base/top.sls": "base:\n  '*':\n    - b_star\n", "pillar/base/b_star.sls": "b_star: 1\n",
+             "pillar/dev/top.sls": "dev:\n  '*':\n    - d_star\n", "pillar/dev/d_star.sls": "d_star: 1\n"}
+    files[f"pillar/{broken}/top.sls"] += "  - broken: [\n"
+    write_tree(tmp_path, files)
+    result = compile_pillar(tmp_path, envs={"base": ["pillar/base"], "dev": ["pillar/dev"]})
+    assert {k: v for k, v in result.pillar.items() if k != "_errors"} == expected
+    (message,) = result.pillar["_errors"]
+    assert message.startswith("Rendering Primary Top file failed")

@@ -1,0 +1,2 @@
+basedata: 1
+who: base

@@ -1,0 +1,2 @@
+devdata: 1
+who: dev

@@ -1,0 +1,3 @@
+compound_e: true
+hits:
+  compound_e: 1

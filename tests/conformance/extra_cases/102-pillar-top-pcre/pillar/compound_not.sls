@@ -1,0 +1,1 @@
+compound_not: true

@@ -1,0 +1,3 @@
+full: true
+hits:
+  full: 1

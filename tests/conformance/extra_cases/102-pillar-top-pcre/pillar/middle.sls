@@ -1,0 +1,1 @@
+middle: true

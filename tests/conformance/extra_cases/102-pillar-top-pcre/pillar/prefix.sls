@@ -1,0 +1,3 @@
+prefix: true
+hits:
+  prefix: 1

@@ -1,0 +1,1 @@
+fromtopbase: 1

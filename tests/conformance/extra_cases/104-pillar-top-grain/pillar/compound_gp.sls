@@ -1,0 +1,1 @@
+compound_gp: 1

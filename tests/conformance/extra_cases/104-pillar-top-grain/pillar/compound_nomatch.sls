@@ -1,0 +1,1 @@
+compound_nomatch: 1

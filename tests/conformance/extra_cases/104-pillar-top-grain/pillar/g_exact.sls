@@ -1,0 +1,3 @@
+hits:
+  - g_exact
+g_exact: 1

@@ -1,0 +1,1 @@
+g_nomatch: 1

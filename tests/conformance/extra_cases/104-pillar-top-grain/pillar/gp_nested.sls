@@ -1,0 +1,1 @@
+gp_nested: 1

@@ -1,0 +1,1 @@
+gp_prefix: 1

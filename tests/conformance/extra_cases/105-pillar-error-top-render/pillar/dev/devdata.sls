@@ -1,0 +1,1 @@
+devdata: 1

@@ -1,0 +1,2 @@
+ng:
+  compound: 1

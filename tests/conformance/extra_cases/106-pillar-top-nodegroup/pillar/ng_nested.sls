@@ -1,0 +1,2 @@
+ng:
+  nested: 1

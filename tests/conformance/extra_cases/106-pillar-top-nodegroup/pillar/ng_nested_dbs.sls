@@ -1,0 +1,2 @@
+ng:
+  nested_dbs: 1

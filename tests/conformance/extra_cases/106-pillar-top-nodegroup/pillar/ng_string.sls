@@ -1,0 +1,2 @@
+ng:
+  string: 1

@@ -1,0 +1,2 @@
+role: web
+common: true

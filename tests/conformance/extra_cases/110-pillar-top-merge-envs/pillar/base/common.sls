@@ -1,0 +1,2 @@
+who: base-common
+common: 1

@@ -1,0 +1,2 @@
+fromdev: 1
+who: base-fromdev

@@ -1,0 +1,8 @@
+base:
+  '*':
+    - common
+  'web*':
+    - webbase
+dev:
+  '*':
+    - devcommon

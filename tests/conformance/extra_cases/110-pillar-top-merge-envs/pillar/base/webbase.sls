@@ -1,0 +1,2 @@
+webbase: 1
+who: base-webbase

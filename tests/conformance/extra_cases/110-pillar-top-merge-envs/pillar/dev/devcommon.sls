@@ -1,0 +1,1 @@
+devcommon: 1

@@ -1,0 +1,2 @@
+devonly: 1
+who: dev-devonly

@@ -1,0 +1,6 @@
+base:
+  '*':
+    - fromdev
+dev:
+  '*':
+    - devonly

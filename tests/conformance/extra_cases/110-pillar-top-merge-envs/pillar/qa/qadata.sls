@@ -1,0 +1,2 @@
+qadata: 1
+who: qa

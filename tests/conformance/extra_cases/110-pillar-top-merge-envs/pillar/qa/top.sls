@@ -1,0 +1,6 @@
+dev:
+  'web*':
+    - extra
+qa:
+  '*':
+    - qadata

@@ -1,0 +1,5 @@
+include:
+  - .sub
+apps_init: 1
+order:
+  - init

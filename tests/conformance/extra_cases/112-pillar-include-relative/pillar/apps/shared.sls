@@ -1,0 +1,2 @@
+shared_apps: 1
+shared_who: apps

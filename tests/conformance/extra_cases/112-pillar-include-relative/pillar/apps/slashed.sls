@@ -1,0 +1,1 @@
+slashed: 1

@@ -1,0 +1,5 @@
+include:
+  - .common
+  - .shared
+  - apps/slashed
+web: 1

@@ -1,0 +1,2 @@
+shared_top: 1
+shared_who: top

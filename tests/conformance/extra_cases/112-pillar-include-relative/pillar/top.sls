@@ -1,0 +1,4 @@
+base:
+  '*':
+    - apps
+    - apps.web

@@ -1,0 +1,4 @@
+include:
+  - roles.*
+main: 1
+who: main

@@ -1,0 +1,2 @@
+roles_seen:
+  cache: 1

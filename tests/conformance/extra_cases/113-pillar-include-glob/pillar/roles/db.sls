@@ -1,0 +1,3 @@
+roles_seen:
+  db: 1
+who: db

@@ -1,0 +1,3 @@
+roles_seen:
+  web: 1
+who: web

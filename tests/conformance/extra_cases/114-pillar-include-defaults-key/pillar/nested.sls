@@ -1,0 +1,4 @@
+include:
+  - leaf:
+      key: leafkey
+nested: 1

@@ -1,0 +1,3 @@
+plain: 1
+services:
+  plain: true

@@ -1,0 +1,3 @@
+port: {{ port }}
+label: {{ label | upper }}
+owner: svc

@@ -1,0 +1,1 @@
+webdata: 1

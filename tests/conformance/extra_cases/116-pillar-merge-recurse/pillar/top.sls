@@ -1,0 +1,5 @@
+base:
+  '*':
+    - one
+    - two
+    - three

@@ -1,0 +1,5 @@
+pkgs:
+  - curl
+  - vim
+nested:
+  list: [z]

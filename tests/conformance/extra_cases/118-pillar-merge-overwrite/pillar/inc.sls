@@ -1,0 +1,4 @@
+app:
+  from_inc: 1
+inc_only:
+  k: v

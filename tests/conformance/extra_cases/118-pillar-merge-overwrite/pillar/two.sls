@@ -1,0 +1,6 @@
+include:
+  - inc
+app:
+  opts:
+    b: 2
+list: [3]

@@ -1,0 +1,6 @@
+db_vars:
+  sls: {{ sls }}
+  slspath: {{ slspath }}
+  tpldir: {{ tpldir }}
+  tplfile: {{ tplfile }}
+  tpldot: {{ tpldot }}

@@ -1,0 +1,4 @@
+base:
+  '*':
+    - apps.web.conf
+    - apps.db

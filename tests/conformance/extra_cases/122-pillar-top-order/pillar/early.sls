@@ -1,0 +1,3 @@
+winner: early
+seq:
+  early: 1

@@ -1,0 +1,3 @@
+winner: first
+seq:
+  first: 1

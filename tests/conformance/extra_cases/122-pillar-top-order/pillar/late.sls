@@ -1,0 +1,3 @@
+winner: late
+seq:
+  late: 1

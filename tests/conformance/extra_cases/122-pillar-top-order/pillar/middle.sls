@@ -1,0 +1,3 @@
+winner: middle
+seq:
+  middle: 1

@@ -1,0 +1,3 @@
+winner: zero
+seq:
+  zero: 1

@@ -1,0 +1,3 @@
+app:
+  port: 80
+  port: 81

@@ -1,0 +1,1 @@
+fine: true

@@ -1,0 +1,6 @@
+#!jinja|yaml
+jinja_yaml:
+  os: {{ grains['os'] }}
+  {% if 'web' in grains['roles'] %}
+  web: true
+  {% endif %}

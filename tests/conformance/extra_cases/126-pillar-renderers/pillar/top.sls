@@ -1,0 +1,6 @@
+base:
+  '*':
+    - as_json
+    - as_jinja_json
+    - as_yaml
+    - as_jinja_yaml

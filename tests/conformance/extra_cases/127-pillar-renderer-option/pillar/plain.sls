@@ -1,0 +1,3 @@
+plain:
+  braces: "{{ grains['os'] }}"
+  number: 10

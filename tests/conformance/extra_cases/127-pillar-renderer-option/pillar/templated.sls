@@ -1,0 +1,3 @@
+#!jinja|yaml
+templated:
+  os: {{ grains['os'] }}

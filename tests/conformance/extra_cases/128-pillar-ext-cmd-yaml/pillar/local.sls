@@ -1,0 +1,5 @@
+source: sls
+shared:
+  sls: 0
+  who: sls
+sls_only: true

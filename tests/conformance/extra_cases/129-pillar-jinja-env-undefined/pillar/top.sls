@@ -1,0 +1,4 @@
+base:
+  '*':
+    - uses_env
+    - uses_saltenv

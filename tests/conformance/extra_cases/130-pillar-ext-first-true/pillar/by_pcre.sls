@@ -1,0 +1,1 @@
+by_pcre: true

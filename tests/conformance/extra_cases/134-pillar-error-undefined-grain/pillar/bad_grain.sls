@@ -1,0 +1,1 @@
+bad: {{ grains.no_such_grain }}

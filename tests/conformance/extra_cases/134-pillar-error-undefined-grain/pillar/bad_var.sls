@@ -1,0 +1,1 @@
+bad_var: {{ undefined_thing }}

@@ -1,0 +1,6 @@
+base:
+  '*':
+    - good
+    - bad_grain
+    - bad_var
+    - safe

@@ -1,0 +1,7 @@
+base:
+  '*':
+    - empty
+    - comments
+    - alist
+    - ascalar
+    - good

@@ -1,0 +1,2 @@
+devignored:
+  test.nop: []

@@ -1,0 +1,1 @@
+basedata: 1

@@ -1,0 +1,6 @@
+base:
+  '*':
+    - basedata
+dev:
+  'web*':
+    - fromtop

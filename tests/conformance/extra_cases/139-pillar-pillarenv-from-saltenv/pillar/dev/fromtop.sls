@@ -1,0 +1,1 @@
+fromtop: 1

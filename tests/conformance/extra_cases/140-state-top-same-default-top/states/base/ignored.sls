@@ -1,0 +1,2 @@
+ignored:
+  test.nop: []

@@ -1,0 +1,9 @@
+base:
+  '*':
+    - common
+dev:
+  '*':
+    - fromtopbase
+qa:
+  'web*':
+    - qafallback

@@ -1,0 +1,2 @@
+fromtopbase:
+  test.nop: []

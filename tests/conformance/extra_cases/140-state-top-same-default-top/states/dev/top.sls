@@ -1,0 +1,6 @@
+dev:
+  '*':
+    - devapp
+base:
+  '*':
+    - ignored

@@ -1,0 +1,2 @@
+qafallback:
+  test.nop: []

@@ -1,0 +1,10 @@
+base:
+  '*':
+    - a
+    - b
+  'os:Debian':
+    - match: grain
+    - g1
+dev:
+  '*':
+    - d1

@@ -1,0 +1,13 @@
+base:
+  '*':
+    - b
+    - c
+  'os:Debian':
+    - match: grain
+    - g2
+  'web*':
+    - w
+dev:
+  '*':
+    - d2
+    - d1

@@ -1,0 +1,2 @@
+app_lib:
+  test.nop: []

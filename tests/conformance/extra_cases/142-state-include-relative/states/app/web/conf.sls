@@ -1,0 +1,2 @@
+web_conf:
+  test.nop: []

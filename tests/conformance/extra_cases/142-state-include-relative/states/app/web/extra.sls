@@ -1,0 +1,6 @@
+include:
+  - ..lib
+  - ...toplevel
+  - .conf
+web_extra:
+  test.nop: []

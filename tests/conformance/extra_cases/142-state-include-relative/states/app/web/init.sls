@@ -1,0 +1,5 @@
+include:
+  - .conf
+  - ..common
+web_init:
+  test.nop: []

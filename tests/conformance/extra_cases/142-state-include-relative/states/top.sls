@@ -1,0 +1,4 @@
+base:
+  '*':
+    - app.web
+    - app.web.extra

@@ -1,0 +1,2 @@
+toplevel:
+  test.nop: []

@@ -1,0 +1,4 @@
+misc_one:
+  test.nop: []
+misc_two:
+  test.nop: []

@@ -1,0 +1,2 @@
+frombase:
+  test.nop: []

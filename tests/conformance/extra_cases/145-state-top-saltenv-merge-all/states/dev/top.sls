@@ -1,0 +1,6 @@
+base:
+  '*':
+    - frombase
+dev:
+  '*':
+    - devapp

@@ -1,0 +1,3 @@
+role: frontend
+site:
+  name: shop

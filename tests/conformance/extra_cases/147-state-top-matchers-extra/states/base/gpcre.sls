@@ -1,0 +1,2 @@
+gpcre:
+  test.nop: []

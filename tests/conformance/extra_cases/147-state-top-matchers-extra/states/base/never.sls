@@ -1,0 +1,2 @@
+never:
+  test.nop: []

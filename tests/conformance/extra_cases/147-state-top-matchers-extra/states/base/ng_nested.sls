@@ -1,0 +1,2 @@
+ng_nested:
+  test.nop: []

@@ -1,0 +1,2 @@
+pil:
+  test.nop: []

@@ -1,0 +1,2 @@
+pil_i:
+  test.nop: []

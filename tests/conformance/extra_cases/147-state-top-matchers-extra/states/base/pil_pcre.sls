@@ -1,0 +1,2 @@
+pil_pcre:
+  test.nop: []

@@ -1,0 +1,2 @@
+devthing:
+  test.nop: []

@@ -1,0 +1,2 @@
+shared_state:
+  test.nop: []

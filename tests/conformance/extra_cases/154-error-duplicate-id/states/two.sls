@@ -1,0 +1,5 @@
+include:
+  - shared
+dup_id:
+  test.succeed_without_changes:
+    - name: from two

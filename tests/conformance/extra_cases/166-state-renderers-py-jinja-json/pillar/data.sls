@@ -1,0 +1,3 @@
+apps:
+  - alpha
+  - beta

@@ -1,0 +1,4 @@
+#!yaml
+yaml_state:
+  test.succeed_without_changes:
+    - name: "{{ not rendered }}"

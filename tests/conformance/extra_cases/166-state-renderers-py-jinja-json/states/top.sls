@@ -1,0 +1,5 @@
+base:
+  '*':
+    - from_json
+    - from_py
+    - from_yaml

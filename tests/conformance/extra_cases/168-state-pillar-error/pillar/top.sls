@@ -1,0 +1,4 @@
+base:
+  '*':
+    - good
+    - missing_one

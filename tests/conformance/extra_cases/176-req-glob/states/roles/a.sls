@@ -1,0 +1,2 @@
+role_a:
+  test.nop: []

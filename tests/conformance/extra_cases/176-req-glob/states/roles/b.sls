@@ -1,0 +1,2 @@
+role_b:
+  test.nop: []

@@ -1,0 +1,2 @@
+base_common:
+  test.nop: []

@@ -1,0 +1,7 @@
+include:
+  - dev: app.dev
+  - common
+main_state:
+  test.nop:
+    - require:
+      - test: dev_app

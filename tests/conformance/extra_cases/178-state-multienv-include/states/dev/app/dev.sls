@@ -1,0 +1,4 @@
+include:
+  - devlib
+dev_app:
+  test.nop: []

@@ -1,0 +1,2 @@
+dev_lib:
+  test.nop: []

@@ -1,0 +1,2 @@
+dev_top:
+  test.nop: []

@@ -1,0 +1,6 @@
+include:
+  - roles.*
+main_state:
+  test.nop:
+    - require:
+      - sls: roles.web

@@ -1,0 +1,2 @@
+other:
+  test.nop: []

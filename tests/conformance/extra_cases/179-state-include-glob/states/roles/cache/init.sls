@@ -1,0 +1,2 @@
+role_cache:
+  test.nop: []

@@ -1,0 +1,4 @@
+base:
+  '*':
+    - present
+    - not_there

@@ -1,0 +1,2 @@
+fromdevtop:
+  test.nop: []

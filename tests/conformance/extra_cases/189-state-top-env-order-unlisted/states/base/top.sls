@@ -1,0 +1,9 @@
+qa:
+  '*':
+    - qaapp
+base:
+  '*':
+    - common
+dev:
+  'web*':
+    - devweb

@@ -1,0 +1,2 @@
+devweb:
+  test.nop: []

@@ -1,0 +1,6 @@
+dev:
+  '*':
+    - devignored
+base:
+  'web*':
+    - fromdevtop

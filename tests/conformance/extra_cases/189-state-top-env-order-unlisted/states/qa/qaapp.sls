@@ -1,0 +1,2 @@
+qaapp:
+  test.nop: []

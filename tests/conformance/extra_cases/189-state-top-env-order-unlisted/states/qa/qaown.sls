@@ -1,0 +1,2 @@
+qaown:
+  test.nop: []

@@ -1,0 +1,6 @@
+pusher:
+  test.nop:
+    - require_in:
+      - test: nobody_here
+existing:
+  test.nop: []

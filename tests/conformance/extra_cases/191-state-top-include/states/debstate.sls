@@ -1,0 +1,2 @@
+debstate:
+  test.nop: []

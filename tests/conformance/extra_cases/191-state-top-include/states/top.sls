@@ -1,0 +1,5 @@
+include:
+  - tops.*
+base:
+  '*':
+    - common

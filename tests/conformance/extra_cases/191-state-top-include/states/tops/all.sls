@@ -1,0 +1,3 @@
+base:
+  'G@os:Debian':
+    - debstate

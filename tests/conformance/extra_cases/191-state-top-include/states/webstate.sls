@@ -1,0 +1,2 @@
+webstate:
+  test.nop: []

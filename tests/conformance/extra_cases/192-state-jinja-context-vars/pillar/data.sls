@@ -1,0 +1,3 @@
+app:
+  settings:
+    port: 8080

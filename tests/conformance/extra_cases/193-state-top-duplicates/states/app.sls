@@ -1,0 +1,2 @@
+app:
+  test.nop: []

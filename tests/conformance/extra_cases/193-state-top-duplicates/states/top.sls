@@ -1,0 +1,8 @@
+base:
+  '*':
+    - common
+    - app
+    - common
+  'web*':
+    - app
+    - web

@@ -1,0 +1,2 @@
+web:
+  test.nop: []

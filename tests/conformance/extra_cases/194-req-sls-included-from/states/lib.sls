@@ -1,0 +1,4 @@
+lib_one:
+  test.nop: []
+lib_two:
+  test.nop: []

@@ -1,0 +1,4 @@
+include:
+  - lib
+main_state:
+  test.nop: []

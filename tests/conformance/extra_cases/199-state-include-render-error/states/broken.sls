@@ -1,0 +1,3 @@
+broken:
+  test.nop:
+    - value: {{ no_such_variable }}

@@ -1,0 +1,3 @@
+envuse:
+  test.nop:
+    - env_is: {{ env }}

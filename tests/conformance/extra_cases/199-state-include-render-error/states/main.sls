@@ -1,0 +1,4 @@
+include:
+  - broken
+main:
+  test.nop: []

@@ -1,0 +1,3 @@
+bad:
+  test.nop:
+    - value: {{ pillar['nope'] }}

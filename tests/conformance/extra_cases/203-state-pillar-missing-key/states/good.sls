@@ -1,0 +1,4 @@
+good:
+  test.nop:
+    - port: {{ salt['pillar.get']('app:port') }}
+    - other: {{ pillar.get('nope', 'dflt') }}

@@ -1,0 +1,3 @@
+lookup:
+  port: 8443
+only_in_pillar: from-pillar

@@ -1,0 +1,5 @@
+base:
+  '*':
+    - good
+  'G@os:Debian and':
+    - never

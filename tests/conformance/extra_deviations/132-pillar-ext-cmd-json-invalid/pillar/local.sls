@@ -1,0 +1,4 @@
+local: 1
+shared:
+  who: sls
+  sls: 1

@@ -1,0 +1,4 @@
+include:
+  - svc:
+      key: services
+main: 1

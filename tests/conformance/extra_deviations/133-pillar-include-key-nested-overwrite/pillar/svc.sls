@@ -1,0 +1,3 @@
+include:
+  - svc_defaults
+port: 8080

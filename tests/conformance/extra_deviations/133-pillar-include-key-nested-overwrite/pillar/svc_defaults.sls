@@ -1,0 +1,3 @@
+port: 80
+workers: 4
+listen: 0.0.0.0

@@ -1,0 +1,4 @@
+include:
+  - b
+a: 1
+who: a

@@ -1,0 +1,4 @@
+include:
+  - a
+b: 1
+who: b

@@ -1,0 +1,3 @@
+include:
+  - does.not.exist
+withmissing: 1

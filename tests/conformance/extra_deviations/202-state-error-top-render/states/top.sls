@@ -1,0 +1,4 @@
+base:
+  '*':
+    - app
+    {{ undefined_in_top }}
