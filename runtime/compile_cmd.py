@@ -118,6 +118,9 @@ def run(args: argparse.Namespace) -> int:
         result = pillar_compiler(opts).compile(minion_id, grains)
         print(output.render(masker.mask(result.pillar), out, sys.stdout))
         report_errors(result.errors)
+        if result.errors and set(grains) == {"id"}:
+            print(f"note: minion {minion_id!r} has no grains here (not in the fleet file, no --grains): templates "
+                  "that read grains fail; pass --grains FILE or --fleet SOURCE", file=sys.stderr)
         return 1 if result.errors else 0
     from runtime import state_cmd
 
