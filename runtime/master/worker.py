@@ -4,7 +4,7 @@ Dispatch is an explicit allow-list (SECURITY.md class 1):
 
 * clear loads: ``_auth`` (anyone), ``publish`` and ``job_returns`` (a local user proving
   it holds its client key);
-* aes loads (sealed under a minion's session): the commands in ``AES_COMMANDS``, always
+* aes loads (sealed under a minion's session): the commands in ``Worker.AES_COMMANDS``, always
   acting for the minion id bound to the session, never an id named in the load.
 
 Anything else gets a clear error reply; a malformed message never crashes the worker.
@@ -18,7 +18,8 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from types import MappingProxyType
+from typing import Any, ClassVar
 
 import zmq
 
@@ -57,6 +58,33 @@ class Refused(Exception):
 class Worker:
     """State of one MWorker process."""
 
+    # The dispatch allow-lists (SECURITY.md class 1): wire command -> method name.  Nothing else
+    # is ever looked up by name; tests/security/test_allowlist.py fails when a public method is
+    # neither here nor in NON_HANDLERS.
+    CLEAR_COMMANDS: ClassVar[Mapping[str, str]] = MappingProxyType({
+        "_auth": "handle_auth",          # anyone
+        "publish": "publish",            # a local user proving it holds its client key
+        "job_returns": "job_returns",    # idem
+    })
+    AES_COMMANDS: ClassVar[Mapping[str, str]] = MappingProxyType({   # sealed, id from the session
+        "_heartbeat": "heartbeat",
+        "_publish_key": "publish_key",
+        "_return": "job_return",
+        "_pillar": "pillar",
+        "_grains": "grains",
+        "_minion_event": "minion_event",
+        "_file_envs": "file_envs",
+        "_file_list": "file_list",
+        "_dir_list": "dir_list",
+        "_file_find": "file_find",
+        "_file_hash": "file_hash",
+        "_serve_file": "serve_file",
+    })
+    # Public methods that are not request handlers: plumbing and helpers of the handlers.
+    NON_HANDLERS: ClassVar[frozenset[str]] = frozenset({
+        "handle", "handle_clear", "handle_aes", "new_jid", "send_publication", "expected_minions", "files", "close",
+    })
+
     def __init__(self, opts: dict[str, Any], identity: Identity, ctx: zmq.Context):
         self.opts = opts
         self.identity = identity
@@ -72,29 +100,15 @@ class Worker:
         self.events = EventPusher(ctx, self.sock_dir)
         self.publish_sock = transport.make_socket(ctx, zmq.PUSH)
         self.publish_sock.connect(transport.ipc_address(self.sock_dir, PUBLISH_PULL))
-        self.refusals = RateLimitedLog(log)
+        self.refusals = RateLimitedLog(log, float(opts.get("refusal_log_interval", 60.0)))
         self.master_user = _current_user()
         self._pillar = None
         self._files = None
+        # bound handlers, built only from the allow-lists above
         self.aes_handlers: dict[str, Callable[[str, dict], Any]] = {
-            "_heartbeat": self.heartbeat,
-            "_publish_key": self.publish_key,
-            "_return": self.job_return,
-            "_pillar": self.pillar,
-            "_grains": self.grains,
-            "_minion_event": self.minion_event,
-            "_file_envs": self.file_envs,
-            "_file_list": self.file_list,
-            "_dir_list": self.dir_list,
-            "_file_find": self.file_find,
-            "_file_hash": self.file_hash,
-            "_serve_file": self.serve_file,
-        }
+            cmd: getattr(self, name) for cmd, name in self.AES_COMMANDS.items()}
         self.clear_handlers: dict[str, Callable[[str, dict], Any]] = {
-            "_auth": self.handle_auth,
-            "publish": self.publish,
-            "job_returns": self.job_returns,
-        }
+            cmd: getattr(self, name) for cmd, name in self.CLEAR_COMMANDS.items()}
 
     # -- entry point --------------------------------------------------------------
     def handle(self, peer: str, body: bytes) -> bytes:
