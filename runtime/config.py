@@ -116,6 +116,9 @@ OPTIONS: dict[str, Option] = {
     "max_pending_keys": Option(1000, "int", "master", "Largest number of pending keys (key-store flooding)."),
     "clear_rate_per_peer": Option(200.0, "num", "master", "Clear requests (auth, publish) a second per peer IP."),
     "clear_rate_global": Option(2000.0, "num", "master", "Clear requests a second for all peers together."),
+    "refusal_log_interval": Option(60.0, "num", "both",
+                                   "Seconds between two log lines for the same kind of refused request (per "
+                                   "process; the next line counts the ones suppressed)."),
     "auth_timeout": Option(5.0, "num", "minion", "Seconds to wait for an auth reply."),
     "request_timeout": Option(10.0, "num", "minion", "Seconds to wait for the reply to a request."),
     "refresh_timeout": Option(60.0, "num", "minion", "Seconds saltutil.refresh_* waits for the refresh."),

@@ -81,7 +81,7 @@ class Minion:
         self.pending_returns: deque[dict[str, Any]] = deque(maxlen=MAX_PENDING_RETURNS)
         self.backoff = Backoff(float(opts.get("recon_default", 1.0)), float(opts.get("recon_max", 10.0)),
                                bool(opts.get("recon_randomize", True)))
-        self.refusals = RateLimitedLog(log)
+        self.refusals = RateLimitedLog(log, float(opts.get("refusal_log_interval", 60.0)))
         self.started = False
         self.sessions_registered = 0
         self.prefix = "" if not quiet else f"[{self.id}] "
