@@ -9,13 +9,17 @@ minion checks; hashes are cached by (path, mtime, size).
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 from typing import Any
 
 from compiler.errors import CompileError
 from compiler.roots import LocalRoots, clean_relpath, valid_saltenv
+from runtime.ratelog import RateLimitedLog
 
 CHUNK = 1024 * 1024
+
+log = logging.getLogger("saltpan.master.fileserver")
 
 
 class FileServerError(Exception):
@@ -29,12 +33,15 @@ class FileServer:
     def __init__(self, file_roots: dict[str, list[str]]):
         self.roots = LocalRoots(file_roots)
         self._hashes: dict[str, tuple[int, int, str]] = {}
+        self.refusals = RateLimitedLog(log)
 
     def envs(self) -> list[str]:
         return self.roots.saltenvs()
 
     def _env(self, saltenv: Any) -> str:
-        env = saltenv if isinstance(saltenv, str) and saltenv else "base"
+        if saltenv is not None and not isinstance(saltenv, str):
+            raise FileServerError("bad_saltenv", "saltenv must be a string")
+        env = saltenv or "base"
         if not valid_saltenv(env):
             raise FileServerError("bad_saltenv", f"invalid saltenv {str(env)[:64]!r}")
         if env not in self.roots.saltenvs():
@@ -50,7 +57,11 @@ class FileServer:
             rel = clean_relpath(rel)
             found = self.roots._locate(env, rel)
         except CompileError as exc:
-            raise FileServerError("access_denied", exc.message) from None
+            # The detail (the master's own paths) goes to the master's log, not to the minion.
+            self.refusals.warning(f"path:{env}:{exc.message[:80]}", "file server: refused %r in saltenv %s: %s",
+                                  path[:200], env, exc.message)
+            raise FileServerError("access_denied", f"path {path[:200]!r} is refused: not inside file_roots of "
+                                                   f"saltenv {env!r}") from None
         if found is None:
             return env, rel, ""
         return env, rel, found
