@@ -346,7 +346,8 @@ class Worker:
     # -- file server --------------------------------------------------------------
     def files(self) -> fileserver.FileServer:
         if self._files is None:
-            self._files = fileserver.FileServer(self.opts.get("file_roots") or {})
+            self._files = fileserver.FileServer(self.opts.get("file_roots") or {},
+                                                float(self.opts.get("refusal_log_interval", 60.0)))
         return self._files
 
     def file_envs(self, minion_id: str, load: dict) -> dict:
