@@ -125,15 +125,18 @@ class Worker:
         cmd = load.get("cmd")
         handler = self.clear_handlers.get(cmd) if isinstance(cmd, str) else None
         if handler is None:
-            self.refusals.warning("clear:unknown", "refused clear command %r from %s", str(cmd)[:64], peer)
+            self.refusals.warning("clear:unknown", "refused clear command %r from %s (unknown_command)",
+                                  str(cmd)[:64], peer)
             return _clear(codec.error_load("unknown_command", "unknown command"))
         try:
             return _clear(handler(peer, load))
         except Refused as exc:
-            self.refusals.warning(f"clear:{cmd}:{exc.reason}", "refused %s from %s: %s", cmd, peer, exc.message)
+            self.refusals.warning(f"clear:{cmd}:{exc.reason}", "refused %s from %s (%s): %s", cmd, peer, exc.reason,
+                                  exc.message)
             return _clear(codec.error_load(exc.reason, exc.message))
         except (CryptoError, codec.DecodeError) as exc:
-            self.refusals.warning(f"clear:{cmd}:{exc.reason}", "refused %s from %s: %s", cmd, peer, exc)
+            self.refusals.warning(f"clear:{cmd}:{exc.reason}", "refused %s from %s (%s): %s", cmd, peer, exc.reason,
+                                  exc)
             return _clear(codec.error_load(exc.reason, str(exc)))
         except Exception:  # noqa: BLE001 - a bug must not take the worker down
             log.exception("clear command %s from %s failed", cmd, peer)
@@ -143,21 +146,23 @@ class Worker:
         try:
             request = self.channel.open_request(load)
         except (CryptoError, codec.DecodeError) as exc:
-            self.refusals.warning(f"aes:{exc.reason}", "refused sealed request from %s: %s", peer, exc)
+            self.refusals.warning(f"aes:{exc.reason}", "refused sealed request from %s (%s): %s", peer, exc.reason,
+                                  exc)
             return _clear(codec.error_load(exc.reason, str(exc)))
         payload = request.payload
         cmd = payload.get("cmd") if isinstance(payload, dict) else None
         handler = self.aes_handlers.get(cmd) if isinstance(cmd, str) else None
         minion_id = request.minion_id
         if handler is None:
-            self.refusals.warning("aes:unknown", "refused command %r from minion %s", str(cmd)[:64], minion_id)
+            self.refusals.warning("aes:unknown", "refused command %r from minion %s (unknown_command)",
+                                  str(cmd)[:64], minion_id)
             reply: Any = codec.error_load("unknown_command", "unknown command")
         else:
             try:
                 reply = handler(minion_id, payload)
             except (Refused, fileserver.FileServerError) as exc:
-                self.refusals.warning(f"aes:{cmd}:{exc.reason}", "refused %s from minion %s: %s", cmd, minion_id,
-                                      exc.message)
+                self.refusals.warning(f"aes:{cmd}:{exc.reason}", "refused %s from minion %s (%s): %s", cmd,
+                                      minion_id, exc.reason, exc.message)
                 reply = codec.error_load(exc.reason, exc.message)
             except Exception:  # noqa: BLE001
                 log.exception("%s from minion %s failed", cmd, minion_id)
@@ -334,7 +339,7 @@ class Worker:
                 continue
             tag = event["tag"]
             if not tag or len(tag) > 512 or tag.startswith(MASTER_PREFIXES):
-                self.refusals.warning(f"event:{minion_id}", "refused event tag %r from minion %s", tag[:80],
+                self.refusals.warning(f"event:{minion_id}", "refused event tag %r from minion %s (master_tag)", tag[:80],
                                       minion_id)
                 continue
             data = dict(event.get("data") or {})
