@@ -48,7 +48,7 @@ def check_reply(lab: Lab, reply: object, sent: object = None) -> None:
 
 @pytest.mark.parametrize("cmd", ["_serve_file", "_file_find", "_file_hash"])
 def test_paths_out_of_the_root(lab: Lab, cmd: str) -> None:
-    with lab_attack(lab, logs=[("master", rf"refused {cmd} from minion rogue01: invalid saltenv '\.\.'")]) as atk:
+    with lab_attack(lab, logs=[("master", rf"refused {cmd} from minion rogue01 \(bad_saltenv\): invalid saltenv '\.\.'")]) as atk:
         for path in escapes(lab):
             reply = atk.record(f"{cmd} {path!r}", lab.rogue.request({"cmd": cmd, "path": path, "saltenv": "base"}))
             assert reply == {} or reason(reply) in REFUSED, (path, reply)
@@ -66,8 +66,8 @@ def test_paths_out_of_the_root(lab: Lab, cmd: str) -> None:
 
 
 def test_listings_and_chunk_offsets(lab: Lab) -> None:
-    with lab_attack(lab, logs=[("master", r"refused _file_list from minion rogue01: invalid saltenv"),
-                               ("master", r"refused _serve_file from minion rogue01: loc must")]) as atk:
+    with lab_attack(lab, logs=[("master", r"refused _file_list from minion rogue01 \(bad_saltenv\): invalid saltenv"),
+                               ("master", r"refused _serve_file from minion rogue01 \(bad_path\): loc must")]) as atk:
         for cmd in ("_file_list", "_dir_list"):
             for prefix in ("", "../", "/", "..", "dir-out", "sub/../..", None, 5):
                 reply = atk.record(f"{cmd} {prefix!r}", lab.rogue.request({"cmd": cmd, "saltenv": "base",
