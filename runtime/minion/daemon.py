@@ -132,6 +132,8 @@ class Minion:
             except SessionError as exc:
                 if not stop.is_set():
                     log.warning("%ssession closed: %s", self.prefix, exc)
+            except Exception:  # noqa: BLE001 - nothing a peer sends may stop the minion
+                log.exception("%ssession failed", self.prefix)
             finally:
                 self.session = None
                 session.close()
