@@ -117,26 +117,32 @@ class Minion:
                 session = await authenticate(self.ret_address(), self.identity, self.id, self.trust, self.opts,
                                              stop, self.ctx, self.prefix)
             except KeyNotAccepted as exc:
-                log.warning("%s%s", self.prefix, exc)
+                self.refusals.warning(f"auth:{exc}", "%s%s", self.prefix, exc)
                 self.backoff.failed()
                 continue
             except SessionError as exc:
-                if not stop.is_set():
-                    log.warning("%ssession could not start: %s", self.prefix, exc)
+                if not stop.is_set():  # rate-limited: whoever answers our hellos must not flood the log
+                    self.refusals.warning(f"session:{str(exc)[:160]}", "%ssession could not start: %s", self.prefix,
+                                          exc)
                 self.backoff.failed()
                 continue
-            self.backoff.reset()
             self.sessions_registered += 1
+            began = time.monotonic()
             try:
                 await self.run_session(session, stop)
             except SessionError as exc:
                 if not stop.is_set():
-                    log.warning("%ssession closed: %s", self.prefix, exc)
+                    self.refusals.warning(f"closed:{str(exc)[:160]}", "%ssession closed: %s", self.prefix, exc)
             except Exception:  # noqa: BLE001 - nothing a peer sends may stop the minion
                 log.exception("%ssession failed", self.prefix)
             finally:
                 self.session = None
                 session.close()
+                # Only a session that lasted resets the backoff: one that dies at once (a forged
+                # reply on the path, a master refusing every request) must not turn every minion
+                # into a tight re-authentication loop against the master.
+                if time.monotonic() - began >= max(2.0, 3 * session.heartbeat):
+                    self.backoff.reset()
             if not stop.is_set():
                 self.backoff.failed()
 
