@@ -36,7 +36,8 @@ def lab(acl_user: str | None) -> Iterator[Lab]:
         yield the_lab
     finally:
         the_lab.stop()
-        the_lab.cleanup()
+        if not os.environ.get("SALTPAN_KEEP_LAB"):  # keep its logs to look at after a failure
+            the_lab.cleanup()
 
 
 @pytest.fixture

@@ -94,6 +94,23 @@ class Attack:
         self.allowed_jids.add(jid)
         return jid
 
+    def ping(self, minion_id: str, timeout: float = 3.0) -> bool:
+        """A legit ping of any minion, made by the test (its job is allowed)."""
+        result = self.lab.ping(minion_id, timeout)
+        if result.jid:
+            self.allowed_jids.add(result.jid)
+        return result.ok
+
+    def sniffed(self, seconds: float = 0.5) -> list[bytes]:
+        """Publications the sniffer saw so far (waiting at most ``seconds`` for more)."""
+        out = []
+        deadline = time.monotonic() + seconds
+        while (pub := self.sniffer.next(max(0.0, deadline - time.monotonic()))) is not None:
+            out.append(pub[1])
+            if time.monotonic() >= deadline:
+                break
+        return out
+
     def raw(self, source: str | None = None) -> RawClient:
         client = RawClient(self.lab.cl.ret_port, source=source, record=self.record)
         self._closers.append(client.close)
@@ -161,9 +178,7 @@ class Attack:
         self.pings += after
         ping_jids = {p.jid for p in self.pings if p.jid} | self.allowed_jids
         time.sleep(0.3)  # let the last publications and events land
-        publications = []
-        while (pub := self.sniffer.next(0.05)) is not None:
-            publications.append(pub[1])
+        publications = self.sniffed(0.2)
         events = list(self.events)
 
         # 2. no job published or run, other than the pings
@@ -196,6 +211,8 @@ class Attack:
         # 4. nothing written outside the job cache and logs
         changed = _diff(self.snapshot, _snapshot(lab.base))
         allowed = [*_always_allowed(lab), *self.allowed_writes]
+        if self.keys_change:  # a legit key operation writes the key store, and only it
+            allowed.append(f"{Path(lab.opts['pki_dir']).relative_to(lab.base)}/*")
         unexpected = [path for path in changed if not any(fnmatch.fnmatchcase(path, pat) for pat in allowed)]
         assert not unexpected, f"files written or changed outside the job cache and logs: {unexpected}"
 

@@ -182,8 +182,9 @@ class Lab:
         for minion_id in ACCEPTED:
             cl.add_minion(minion_id, {"role": "web" if minion_id.startswith("web") else "db"},
                           refusal_log_interval=REFUSAL_LOG_INTERVAL)
-        cl.add_minion(PENDING, acceptance_wait_time=2.0)
-        cl.add_minion(REJECTED, recon_default=1.0, recon_max=3.0)
+        cl.add_minion(PENDING, acceptance_wait_time=2.0, refusal_log_interval=REFUSAL_LOG_INTERVAL)
+        cl.add_minion(REJECTED, recon_default=1.0, recon_max=2.0, recon_randomize=False,
+                      refusal_log_interval=REFUSAL_LOG_INTERVAL)
         cl.start_master()
         self.opts = cl.opts()
         master_pem_pub = Path(self.opts["pki_dir"]) / "master.pub"
@@ -318,3 +319,9 @@ def wait_return(lab: Lab, jid: str, minion_id: str, timeout: float = 15) -> Any:
             cache.close()
 
     return wait_for(got, timeout, what=f"{minion_id}'s return for {jid}")
+
+
+def minion_opts(lab: Lab, minion_id: str) -> dict[str, Any]:
+    from runtime import config
+
+    return config.load(str(lab.cl.minion_confs[minion_id]), "minion")

@@ -93,7 +93,7 @@ def test_jobs_never_cross_the_wire_in_clear(lab: Lab) -> None:
         jids = [atk.allow_job(publish(lab, [m], "test.echo", [secret], tgt_type="list")) for m in ("web01", VICTIM)]
         for jid, minion in zip(jids, ("web01", VICTIM), strict=True):
             assert wait_return(lab, jid, minion)["return"] == secret
-        sniffed = [body for _, body in iter(lambda: atk.sniffer.next(0.3), None)]
+        sniffed = atk.sniffed(0.5)
         relayed = lab.fake.snapshot()[seen:]
         assert sniffed and relayed
         assert not [b for b in sniffed + relayed if secret.encode() in b], "a job or return crossed in clear"
