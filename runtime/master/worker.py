@@ -396,26 +396,24 @@ def _current_user() -> str:
 
 
 def run(opts: dict[str, Any], identity: Identity, index: int, stop: threading.Event | None = None) -> None:
-    """MWorker process body: REP on workers.ipc until SIGTERM."""
+    """MWorker process body: one request at a time from the ReqServer (workers.ipc) until SIGTERM."""
     stop = stop or threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     ctx = zmq.Context()
-    sock = transport.make_socket(ctx, zmq.REP)
-    sock.connect(transport.ipc_address(opts["sock_dir"], WORKERS_IPC))
     worker = Worker(opts, identity, ctx)
+    sock = transport.WorkerSocket(ctx, transport.ipc_address(opts["sock_dir"], WORKERS_IPC))
     log.debug("worker %d ready", index)
     try:
         while not stop.is_set():
-            request = transport.recv_request(sock, 200)
+            request = sock.recv(200)
             if request is None:
                 continue
             if not request.rid:
-                transport.send_reply(sock, b"", _clear(codec.error_load("malformed", "malformed request")))
+                sock.reply(request, _clear(codec.error_load("malformed", "malformed request")))
                 continue
-            reply = worker.handle(request.peer, request.body)
-            transport.send_reply(sock, request.rid, reply)
+            sock.reply(request, worker.handle(request.peer, request.body))
     finally:
         worker.close()
-        sock.close(linger=0)
+        sock.close()
         ctx.term()
