@@ -175,7 +175,10 @@ class Worker:
         if decision.outcome == "accepted":
             log.info(decision.log_line())
         else:
-            self.refusals.info(f"auth:{decision.outcome}:{decision.reason}:{decision.minion_id}", "%s (from %s)",
+            # pending/rejected/denied once per id (bounded by the key store); refusals once per
+            # reason, whatever the id, so a flood of new ids cannot flood the log
+            who = decision.minion_id if decision.outcome in ("pending", "rejected", "denied") else "*"
+            self.refusals.info(f"auth:{decision.outcome}:{decision.reason}:{who}", "%s (from %s)",
                                decision.log_line(), peer)
         event = decision.event()
         if event is not None:
