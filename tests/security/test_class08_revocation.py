@@ -18,7 +18,7 @@ from tests.integration.cluster import wait_for
 from tests.integration.rogue import Rogue
 from tests.security.clients import reason
 from tests.security.guard import lab_attack
-from tests.security.lab import ACCEPTED, PENDING, REJECTED, ROGUE, VICTIM, Lab, publish, wait_return
+from tests.security.lab import ACCEPTED, PENDING, REJECTED, ROGUE, VICTIM, Lab, wait_return
 
 
 def test_pending_and_rejected_minions_never_get_jobs(lab: Lab) -> None:
