@@ -226,9 +226,15 @@ class Worker:
         jid = self.new_jid(fun, arg, tgt, tgt_type, user, minions)
         payload = {"jid": jid, "fun": fun, "arg": arg, "kwarg": kwarg, "tgt": tgt, "tgt_type": tgt_type,
                    "user": user, "ret": str(job.get("ret") or ""), "timeout": int(job.get("timeout") or 5)}
+        restricted = user != self.master_user
+        if restricted:
+            # Minions match targets with their own data and config (nodegroups, grains, pillar),
+            # which may differ from what the master checked the ACL against: a restricted user's
+            # job may run only on the minions the ACL was checked for, and is sent only to them.
+            payload["acl_minions"] = list(minions)
         self.events.fire(f"salt/job/{jid}/new", {"jid": jid, "tgt": tgt, "tgt_type": tgt_type, "fun": fun,
                                                  "arg": arg, "minions": minions, "user": user})
-        self.send_publication(payload, minions if tgt_type == "list" else None)
+        self.send_publication(payload, minions if tgt_type == "list" or restricted else None)
         log.info("published %s %s to %s (%d minions expected) for %s", jid, fun, tgt, len(minions), user)
         return {"jid": jid, "minions": minions}
 

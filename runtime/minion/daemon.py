@@ -275,6 +275,13 @@ class Minion:
         asyncio.get_running_loop().create_task(self.run_job(job))
 
     def targeted(self, job: dict[str, Any]) -> bool:
+        allowed = job.get("acl_minions")
+        if allowed is not None and (not isinstance(allowed, list) or self.id not in allowed):
+            # published by a publisher_acl user for other minions only: whatever this minion's own
+            # view of the target, the master did not check the ACL for it
+            self.refusals.warning("pub:acl", "%sjob %s of user %s is not for this minion (publisher_acl)",
+                                  self.prefix, job.get("jid"), job.get("user"))
+            return False
         minion = match.Minion(self.id, self.grains, self.pillar)
         try:
             return match.match_one(str(job.get("tgt_type", "glob")), job.get("tgt", ""), minion,
