@@ -171,6 +171,7 @@ class Lab:
             "refusal_log_interval": REFUSAL_LOG_INTERVAL,
             "ext_pillar": [{"file_tree": {"root_dir": str(self.roots / "ext")}}],
             "keep_jobs": 24,
+            "nodegroups": {"webs": "web*"},
         }
         if self.user:
             opts["publisher_acl"] = {self.user: ["test.ping", {"web*": ["test.echo"]}]}
@@ -180,8 +181,11 @@ class Lab:
     def start(self) -> Lab:
         cl = self.cl
         for minion_id in ACCEPTED:
+            # db01's own config defines the nodegroup "webs" more broadly than the master does
+            # (a copied or stale config): targets must still be decided by what the master checked
             cl.add_minion(minion_id, {"role": "web" if minion_id.startswith("web") else "db"},
-                          refusal_log_interval=REFUSAL_LOG_INTERVAL)
+                          refusal_log_interval=REFUSAL_LOG_INTERVAL,
+                          nodegroups={"webs": "*"} if minion_id == "db01" else {"webs": "web*"})
         cl.add_minion(PENDING, acceptance_wait_time=2.0, refusal_log_interval=REFUSAL_LOG_INTERVAL)
         cl.add_minion(REJECTED, recon_default=1.0, recon_max=2.0, recon_randomize=False,
                       refusal_log_interval=REFUSAL_LOG_INTERVAL)
@@ -267,17 +271,43 @@ class Lab:
 
     def run_as_user(self, code: str, timeout: float = 60) -> subprocess.CompletedProcess:
         """Run Python ``code`` as the throwaway publisher_acl user (cwd /, saltpan importable)."""
-        import pwd
-        import sys
+        python, path = self.user_python()
+        return self._as_user([python, "-c", code], path, timeout)
 
-        from tests.integration.cluster import REPO
+    def _as_user(self, argv: list[str], pythonpath: str, timeout: float) -> subprocess.CompletedProcess:
+        import pwd
 
         assert self.user is not None
         entry = pwd.getpwnam(self.user)
-        env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO), "HOME": "/", "LANG": "C.UTF-8",
+        env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": pythonpath, "HOME": "/", "LANG": "C.UTF-8",
                "LAB_MASTER_CONF": str(self.cl.master_conf)}
-        return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout,
-                              cwd="/", env=env, user=entry.pw_uid, group=entry.pw_gid, extra_groups=[])
+        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd="/", env=env,
+                              user=entry.pw_uid, group=entry.pw_gid, extra_groups=[])
+
+    def user_python(self) -> tuple[str, str]:
+        """An interpreter the throwaway user may run and the PYTHONPATH giving it saltpan: this
+        venv's Python, or (when it lives where the user cannot go, such as /root) a system Python
+        of the same version with this venv's site-packages."""
+        import sys
+        import sysconfig
+
+        from tests.integration.cluster import REPO
+
+        if getattr(self, "_user_python", None):
+            return self._user_python
+        site = sysconfig.get_paths()["purelib"]
+        version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+        for python, path in ((sys.executable, str(REPO)), (f"/usr/bin/{version}", f"{REPO}:{site}"),
+                             (f"/usr/local/bin/{version}", f"{REPO}:{site}")):
+            try:
+                probe = self._as_user([python, "-c", "import zmq, msgpack, cryptography, yaml, runtime.client"],
+                                      path, 30)
+            except OSError:
+                continue
+            if probe.returncode == 0:
+                self._user_python = (python, path)
+                return self._user_python
+        raise RuntimeError(f"no Python that user {self.user} may run can import saltpan")
 
     def write_conf_copy(self) -> dict[str, Any]:
         return yaml.safe_load(self.cl.master_conf.read_text())
