@@ -123,6 +123,7 @@ class Attack:
         if wait > 0:  # a refusal of the previous attack must not hide this one's log line
             time.sleep(wait)
         lab = self.lab
+        lab.ensure_rogue()
         self.t0 = time.time()
         self.started = time.monotonic()
         self.log_offsets = {p: p.stat().st_size for p in lab.log_files()}

@@ -218,6 +218,17 @@ class Lab:
         body = "".join(line for line in pem.splitlines() if "-----" not in line)
         self.canaries.add("master.pem", body)
 
+    def ensure_rogue(self) -> None:
+        """Re-authenticate the rogue when the master expired its idle session (it sends no
+        heartbeats of its own between attacks)."""
+        from runtime.crypt.errors import RemoteRefusal
+
+        assert self.rogue is not None
+        try:
+            self.rogue.request({"cmd": "_heartbeat", "epoch": 0})
+        except RemoteRefusal:
+            assert self.rogue.auth().outcome == "accepted"
+
     def stop(self) -> None:
         if self.rogue is not None:
             self.rogue.close()
