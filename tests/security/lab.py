@@ -179,6 +179,9 @@ class Lab:
 
     # -- lifecycle -----------------------------------------------------------------------
     def start(self) -> Lab:
+        import atexit
+
+        atexit.register(self.stop)   # whatever ends this process, the daemons go with it
         cl = self.cl
         for minion_id in ACCEPTED:
             # db01's own config defines the nodegroup "webs" more broadly than the master does
@@ -230,11 +233,19 @@ class Lab:
             assert self.rogue.auth().outcome == "accepted"
 
     def stop(self) -> None:
+        """Stop every daemon (each one even if another fails to stop); safe to call twice."""
         if self.rogue is not None:
             self.rogue.close()
-        self.cl.stop()
+            self.rogue = None
+        for daemon in [*self.cl.minions.values(), self.cl.master]:
+            try:
+                daemon.stop()
+            except BaseException:  # noqa: BLE001 - keep stopping the others
+                daemon.signal(9)
+        shutil.rmtree(self.cl.sock_dir, ignore_errors=True)
         if self.fake is not None:
             self.fake.close()
+            self.fake = None
 
     def cleanup(self) -> None:
         shutil.rmtree(self.base, ignore_errors=True)
