@@ -178,6 +178,23 @@ def run_process(argv: Sequence[str], env: dict[str, str] | None = None, cwd: str
     return ProcessRun(elapsed, int(usage.ru_maxrss), proc.returncode, out, err)
 
 
+def wait_load_below(limit: float, max_wait: float = 600) -> tuple[float, float]:
+    """Wait (at most max_wait s) until the 1-minute load average is under limit: (load, seconds waited).
+
+    The machines are shared: final runs start when the others' work has calmed down.
+    """
+    start = time.monotonic()
+    while limit > 0 and os.getloadavg()[0] >= limit and time.monotonic() - start < max_wait:
+        time.sleep(10)
+    return os.getloadavg()[0], time.monotonic() - start
+
+
+def add_load_args(parser: Any) -> None:
+    parser.add_argument("--wait-load", type=float, default=3.0,
+                        help="first wait (at most 10 min) for the 1-minute load average to drop under this "
+                             "(default 3; 0: don't wait)")
+
+
 def self_rss_kib() -> int:
     """Peak RSS of this process so far, in KiB."""
     import resource
@@ -281,6 +298,10 @@ def diff_paths(left: Any, right: Any, path: str = "", limit: int = 10) -> list[s
                     out.append(f"{sub}: only in saltpan")
                 else:
                     walk(a[key], b[key], sub)
+            return
+        if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+            for index, (x, y) in enumerate(zip(a, b, strict=True)):
+                walk(x, y, f"{where}[{index}]")
             return
         if a != b:
             out.append(f"{where or '<root>'}: saltpan {json.dumps(a)[:80]} != Salt {json.dumps(b)[:80]}")

@@ -29,6 +29,8 @@ def yamlify(value: str) -> Any:
         return value
     if parsed is None and value.strip().lower() not in ("null", "none", "~"):
         return value
+    if isinstance(parsed, int) and not isinstance(parsed, bool) and not -2**63 <= parsed < 2**64:
+        return value  # a 20-digit jid: an int this large cannot travel in msgpack, and means the text
     if isinstance(parsed, (int, float, bool, list, dict)) or parsed is None:
         return parsed
     return value
@@ -65,9 +67,10 @@ def masterless_env(opts: dict[str, Any], need_pillar: bool):
     env = ModuleEnv(opts=opts, grains=grains, pillar=pillar, fresh_pillar=fresh,
                     state_source=LocalRoots(opts.get("file_roots") or {}))
 
-    def refresh() -> None:
+    def refresh(**_: Any) -> bool:
         env.pillar.clear()
         env.pillar.update(fresh()[0])
+        return True
 
     env.refresh_pillar = refresh
     return env
@@ -128,4 +131,4 @@ def run(args: argparse.Namespace) -> int:
         if isinstance(result, list):
             return 1
         return 2 if state_failed(result) else 0
-    return 0
+    return 1 if env.retcode else 0  # cmd.* whose command failed, test.retcode N: as salt-call

@@ -88,7 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     argv = hoist_options(argv, "call", {"--config", "-c", "--out", "-l", "--log-level"}, {"--local"})
-    argv = hoist_options(argv, "run", {"--config", "-c", "--out", "-l", "--log-level", "--timeout", "-t"},
+    argv = hoist_options(argv, "run", {"--config", "-c", "--out", "-l", "--log-level", "--timeout", "-t",
+                                       "--gather-job-timeout"},
                          {"--async", "--static", "-E", "-L", "-G", "-P", "-I", "-C", "-N", "-S"})
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

@@ -56,7 +56,10 @@ class LocalClient:
                               "publisher_acl users can publish)") from None
 
     def _clear_request(self, cmd: str, body: dict[str, Any]) -> dict[str, Any]:
-        packed = codec.pack(body)
+        try:
+            packed = codec.pack(body)
+        except codec.EncodeError as exc:
+            raise ClientError(f"the job's arguments cannot be sent: {exc}") from None
 
         def make() -> tuple[None, bytes]:
             proof = make_proof(self.key, self.user, packed)
@@ -85,8 +88,8 @@ class LocalClient:
 
     def listener(self) -> EventListener | None:
         sock_dir = self.opts["sock_dir"]
-        path = transport.ipc_path(sock_dir, "master_event_pub.ipc")
-        if not os.access(path, os.R_OK | os.W_OK):
+        # a publisher_acl user cannot reach sock_dir (0700): it polls the job cache instead
+        if not os.access(os.path.join(sock_dir, "master_event_pub.ipc"), os.R_OK | os.W_OK):
             return None
         listener = EventListener(sock_dir, "salt/job/")
         if not listener.wait_connected(sock_dir, 2.0):

@@ -38,7 +38,7 @@ OPTIONS: dict[str, Option] = {
     # identity and grains
     "id": Option(None, "str", "minion", "Minion id. Defaults to the host name (the FQDN)."),
     "grains": Option({}, "dict", "minion", "Static grains merged over the core grains."),
-    "grains_file": Option(None, "path", "minion", "A YAML file of extra grains (Salt's /etc/salt/grains)."),
+    "grains_file": Option(None, "path", "minion", "A YAML file of extra grains (default: `grains` beside the config file, as Salt's /etc/salt/grains)."),
     "fleet_file": Option(None, "path", "both",
                          "saltpan: a fleet file or directory of grains per minion, used by `saltpan compile` "
                          "(--minion and --all) when no --fleet is given."),
@@ -70,7 +70,9 @@ OPTIONS: dict[str, Option] = {
                                        "and to `saltpan compile`'s stderr)."),
     "pillarenv": Option(None, "str", "both", "Compile pillar from this environment only."),
     "pillarenv_from_saltenv": Option(False, "bool", "both", "Use saltenv as pillarenv."),
-    "pillar_cache": Option(False, "bool", "master", "Cache compiled pillar on the master."),
+    "pillar_cache": Option(False, "bool", "master", "Serve a minion's compiled pillar again (pillar.items, state "
+                           "runs) until pillar_cache_ttl passes; saltutil.refresh_pillar compiles anew "
+                           "(clean_cache=True, its default)."),
     "pillar_cache_ttl": Option(3600, "int", "master", "Seconds a cached pillar stays valid."),
     "pillar_schema": Option({}, "any", "both", "JSON Schema files validating the pillar (path or {key: path})."),
     "pillar_mask_patterns": Option(["*password*", "*passwd*", "*secret*", "*private_key*", "*token*"], "list",
@@ -86,16 +88,22 @@ OPTIONS: dict[str, Option] = {
     "failhard": Option(False, "bool", "both", "Stop a state run at the first failure."),
     "test": Option(False, "bool", "minion", "Run states in test mode by default."),
     "state_output": Option("full", "str", "minion", "highstate outputter detail: full, terse, mixed, changes."),
-    "state_verbose": Option(True, "bool", "minion", "Show states without changes in the highstate outputter."),
+    "state_verbose": Option(True, "bool", "both",
+                            "Show states without changes in the highstate outputter (`saltpan call`, and `saltpan run` on a master)."),
     "file_client": Option("remote", "str", "minion", "remote (files and pillar from the master) or local."),
     # paths and logging
     "root_dir": Option("/", "path", "both", "Prefix for the default paths below."),
     "cachedir": Option("var/cache/saltpan", "path", "both", "Cache directory (job cache, minion data cache)."),
     "pki_dir": Option("etc/saltpan/pki", "path", "both", "Key directory (0700)."),
     "sock_dir": Option("var/run/saltpan", "path", "both", "Directory of the ipc sockets (0700)."),
-    "pidfile": Option(None, "path", "both", "Pid file of the daemon."),
-    "log_file": Option(None, "path", "both", "Log file of the daemon (stderr when unset)."),
+    "pidfile": Option(None, "path", "both",
+                      "Pid file of the daemon (default `<root_dir>/var/run/saltpan-master.pid` or "
+                      "`saltpan-minion.pid`; null for none)."),
+    "log_file": Option(None, "path", "both",
+                       "Log file of the daemon (default `<root_dir>/var/log/saltpan/master` or `minion`; null for "
+                       "stderr only). Daemons also log to stderr."),
     "log_level": Option("warning", "str", "both", "Log level: quiet, critical, error, warning, info, debug."),
+    "log_level_logfile": Option(None, "str", "both", "Log level of log_file (default: log_level)."),
     "default_include": Option(None, "str", "both",
                               "Glob of extra config files relative to this file (minion.d/*.conf, master.d/*.conf)."),
     "include": Option([], "str_or_list", "both", "Extra config files merged over this one."),
@@ -108,7 +116,12 @@ OPTIONS: dict[str, Option] = {
     "auto_accept": Option(False, "bool", "master", "Accept every new minion key."),
     "autosign_file": Option(None, "path", "master", "File of minion id globs accepted automatically."),
     "publisher_acl": Option({}, "dict", "master", "Local users allowed to publish: {user: [function globs]}."),
-    "keep_jobs": Option(24, "int", "master", "Hours a job stays in the job cache."),
+    "keep_jobs": Option(24, "int", "master", "Hours a job stays in the job cache (superseded by keep_jobs_seconds)."),
+    "keep_jobs_seconds": Option(86400, "int", "master",
+                                "Seconds a job stays in the job cache; 0 keeps jobs forever. When only keep_jobs is "
+                                "set, keep_jobs hours (as Salt)."),
+    "loop_interval": Option(60, "num", "master", "Seconds between the master's maintenance passes (job cache "
+                                                 "pruning)."),
     "rotate_aes_key": Option(True, "bool", "master", "Rotate the publish key when a key is deleted or rejected."),
     "publish_session": Option(86400, "int", "master", "Seconds between periodic publish key rotations."),
     "heartbeat_period": Option(5.0, "num", "master", "Seconds between minion heartbeats (told to minions at auth)."),
@@ -123,6 +136,9 @@ OPTIONS: dict[str, Option] = {
     "refusal_log_interval": Option(60.0, "num", "both",
                                    "Seconds between two log lines for the same kind of refused request (per "
                                    "process; the next line counts the ones suppressed)."),
+    "gather_job_timeout": Option(3.0, "num", "master",
+                                 "Seconds `saltpan run` waits for minions to say whether they still run a job once "
+                                 "its timeout has passed (Salt's default is 10)."),
     "auth_timeout": Option(5.0, "num", "minion", "Seconds to wait for an auth reply."),
     "request_timeout": Option(10.0, "num", "minion", "Seconds to wait for the reply to a request."),
     "refresh_timeout": Option(60.0, "num", "minion", "Seconds saltutil.refresh_* waits for the refresh."),
@@ -157,6 +173,9 @@ def defaults(role: str = "minion") -> dict[str, Any]:
         # a master and a minion on one host keep separate keys, caches and sockets (as Salt does)
         for key in ("pki_dir", "cachedir", "sock_dir"):
             out[key] = f"{out[key]}/{role}"
+        # Salt's /var/run/salt-master.pid and /var/log/salt/master, under root_dir
+        out["pidfile"] = f"var/run/saltpan-{role}.pid"
+        out["log_file"] = f"var/log/saltpan/{role}"
     return out
 
 
@@ -279,7 +298,7 @@ def load(path: str | None, role: str = "minion", overrides: Mapping[str, Any] | 
 def finish(opts: dict[str, Any]) -> None:
     """Resolve root_dir-relative defaults and check values that have a fixed set of choices."""
     root = opts.get("root_dir") or "/"
-    for key in ("cachedir", "pki_dir", "sock_dir"):
+    for key in ("cachedir", "pki_dir", "sock_dir", "pidfile", "log_file"):
         value = opts.get(key)
         if isinstance(value, str) and not os.path.isabs(value):
             opts[key] = os.path.normpath(os.path.join(root, value))

@@ -47,8 +47,10 @@ class EventPusher:
         except zmq.Again:
             return False
 
-    def close(self) -> None:
-        self.sock.close(linger=0)
+    def close(self, linger_ms: int = 0) -> None:
+        """Close; a short-lived process (``saltpan key``) passes ``linger_ms`` so the events it
+        just fired are delivered before it exits."""
+        self.sock.close(linger=linger_ms)
 
 
 class EventListener:
@@ -87,13 +89,18 @@ class EventListener:
         try:
             deadline = time.monotonic() + timeout
             probe = f"{PROBE_PREFIX}{time.monotonic_ns()}"
+            # the first probes usually go out before the subscription reaches the publisher and are
+            # lost: wait 2 ms for an echo at first and back off to 50 ms (a 50 ms first wait cost
+            # every `saltpan run` and every LocalClient job ~50 ms)
+            wait = 0.002
             while time.monotonic() < deadline:
                 pusher.fire(probe, {})
-                event = self.get(0.05)
+                event = self.get(wait)
                 while event is not None:
                     if event[0] == probe:
                         return True
                     event = self.get(0.0)
+                wait = min(0.05, wait * 2)
             return False
         finally:
             self.sock.setsockopt(zmq.UNSUBSCRIBE, PROBE_PREFIX.encode())

@@ -153,11 +153,13 @@ def _username() -> str:
 
 def minion_grains(opts: Mapping[str, Any], minion_id: str, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Core grains, then the grains file, then config `grains`, then extra; `id` always the minion id."""
-    import yaml
-
     grains = core_grains()
     path = opts.get("grains_file")
-    if path and os.path.exists(path):
+    if not path and opts.get("conf_file"):
+        path = os.path.join(os.path.dirname(str(opts["conf_file"])), "grains")  # Salt's <confdir>/grains
+    if path and os.path.isfile(path):
+        import yaml
+
         with open(path, encoding="utf-8") as fh:
             data = yaml.safe_load(fh) or {}
         if isinstance(data, dict):

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+import logging.handlers
 import os
+from typing import Any
 
 LEVELS = {
     "all": logging.NOTSET, "garbage": logging.DEBUG, "trace": logging.DEBUG, "debug": logging.DEBUG,
@@ -13,18 +15,49 @@ LEVELS = {
 FORMAT = "%(asctime)s [%(name)-24s][%(levelname)-8s][%(process)d] %(message)s"
 
 
-def setup(level: str = "warning", log_file: str | None = None) -> None:
-    """Configure the root logger once: stderr, or log_file (0600) when given."""
+class LogFileError(Exception):
+    """The log file cannot be opened (the message names it and says why)."""
+
+
+def level_of(name: Any) -> int:
+    return LEVELS.get(str(name).lower(), logging.WARNING)
+
+
+def setup(level: str = "warning", log_file: str | None = None, *, file_level: str | None = None,
+          console: bool = False) -> None:
+    """Configure the root logger: stderr, or log_file (0600) when given (at ``file_level``, else
+    ``level``), and stderr as well with ``console`` (daemons: what a foreground run or the
+    journal shows)."""
     root = logging.getLogger()
     for handler in list(root.handlers):
         root.removeHandler(handler)
+    formatter = logging.Formatter(FORMAT)
+    levels = []
     if log_file:
-        os.makedirs(os.path.dirname(os.path.abspath(log_file)), exist_ok=True)
-        fd = os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        os.close(fd)
-        handler: logging.Handler = logging.FileHandler(log_file, encoding="utf-8")
-    else:
-        handler = logging.StreamHandler()
-    handler.setFormatter(logging.Formatter(FORMAT))
-    root.addHandler(handler)
-    root.setLevel(LEVELS.get(str(level).lower(), logging.WARNING))
+        try:
+            os.makedirs(os.path.dirname(os.path.abspath(log_file)), exist_ok=True)
+            fd = os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            os.close(fd)
+            # reopened when logrotate moves the file away (as Salt's log file handler)
+            handler: logging.Handler = logging.handlers.WatchedFileHandler(log_file, encoding="utf-8")
+        except OSError as exc:
+            raise LogFileError(f"cannot open log_file {log_file}: {exc.strerror} (set log_file, or root_dir, "
+                               "in the config)") from None
+        handler.setLevel(level_of(file_level or level))
+        handler.setFormatter(formatter)
+        root.addHandler(handler)
+        levels.append(handler.level)
+    if console or not log_file:
+        stream = logging.StreamHandler()
+        stream.setLevel(level_of(level))
+        stream.setFormatter(formatter)
+        root.addHandler(stream)
+        levels.append(stream.level)
+    root.setLevel(min(levels))
+
+
+def setup_daemon(opts: dict[str, Any]) -> None:
+    """A daemon's logging from its opts: log_file at log_level_logfile (or log_level), stderr at
+    log_level.  Raises LogFileError."""
+    setup(opts.get("log_level") or "warning", opts.get("log_file"), file_level=opts.get("log_level_logfile"),
+          console=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any
 
@@ -15,8 +16,22 @@ TGT_FLAGS = {"pcre": "-E", "list": "-L", "grain": "-G", "grain_pcre": "-P", "pil
 STATE_FUNS = {"state.apply", "state.highstate", "state.sls", "state.single"}
 
 
+DEFAULT_CONFIG_DIR = "/etc/saltpan"
+
+
+def config_path(given: str | None, role: str, default_dir: str = DEFAULT_CONFIG_DIR) -> str | None:
+    """The config file for ``role``: ``-c FILE``; ``-c DIR`` reads ``DIR/<role>`` (what Salt's -c
+    means); without -c, ``/etc/saltpan/<role>`` when it exists (as Salt reads /etc/salt/master)."""
+    import os
+
+    if given:
+        return os.path.join(given, role) if os.path.isdir(given) else given
+    default = os.path.join(default_dir, role)
+    return default if os.path.isfile(default) else None
+
+
 def _opts(args: argparse.Namespace, role: str) -> dict[str, Any]:
-    opts = config_mod.load(args.config, role) if args.config else config_mod.load(None, role)
+    opts = config_mod.load(config_path(args.config, role), role)
     level = getattr(args, "log_level", None)
     if level:
         opts["log_level"] = level
@@ -39,13 +54,32 @@ def master(args: argparse.Namespace) -> int:
 
 
 def minion(args: argparse.Namespace) -> int:
+    from runtime.lean_asyncio import lean_minion_imports
+
+    lean_minion_imports()
     try:
         opts = _opts(args, "minion")
     except ConfigError as exc:
         return _fail("minion", exc)
+    if os.environ.get("SALTPAN_NO_REEXEC") != "1" and hasattr(os, "memfd_create"):
+        _reexec_lean_minion(opts)  # does not return
     from runtime.minion import daemon
 
     return daemon.run(opts)
+
+
+def _reexec_lean_minion(opts: dict[str, Any]) -> None:
+    """Replace this process by `python -m runtime.minion` fed the parsed options (see its module doc)."""
+    import json
+    import sys
+
+    fd = os.memfd_create("saltpan-minion-opts", 0)
+    os.write(fd, json.dumps(opts, default=str).encode())
+    os.lseek(fd, 0, os.SEEK_SET)
+    os.set_inheritable(fd, True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(sys.executable, [sys.executable, "-m", "runtime.minion", "--opts-fd", str(fd)])
 
 
 def run(args: argparse.Namespace) -> int:
@@ -74,7 +108,10 @@ def run(args: argparse.Namespace) -> int:
         failed_states = False
         summary: list[tuple[str, bool]] = []
         final: JobResult | None = None
-        for item in client.cmd_iter(tgt, args.fun, fun_args, fun_kwargs, args.tgt_type, float(args.timeout)):
+        gather = args.gather_job_timeout if args.gather_job_timeout is not None else \
+            float(opts.get("gather_job_timeout", 3.0))
+        for item in client.cmd_iter(tgt, args.fun, fun_args, fun_kwargs, args.tgt_type, float(args.timeout),
+                                    gather_job_timeout=gather):
             if isinstance(item, JobResult):
                 final = item
                 continue
@@ -86,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
             if fmt == "highstate" and state_run:
                 from runtime.highstate_output import format_state_run
 
-                text, ok = format_state_run(minion_id, ret, color=color)
+                text, ok = format_state_run(minion_id, ret, color=color, verbose=bool(opts.get("state_verbose", True)))
                 print(text, flush=True)
                 summary.append((minion_id, ok))
                 failed_states = failed_states or not ok
@@ -112,11 +149,62 @@ def run(args: argparse.Namespace) -> int:
     if not final.minions:
         print("No minions matched the target. No command was sent, no jid was assigned.", file=sys.stderr)
         return 2
+    # as `salt`: exit 1 when a minion did not return or returned a non-zero retcode
+    failed = sorted(m for m, r in final.returns.items() if r.get("retcode") not in (0, None))
     if final.missing:
         shown = ", ".join(final.missing[:20]) + (f" and {len(final.missing) - 20} more" if len(final.missing) > 20 else "")
-        print(f"ERROR: {len(final.missing)} minion(s) did not return: {shown}", file=sys.stderr)
-        return 1
-    return 2 if failed_states else 0
+        print(f"ERROR: Minions did not return: {shown} (they may still be running the job; "
+              f"to look up the returns later: saltpan jobs lookup {final.jid})", file=sys.stderr)
+    if failed:
+        print(f"ERROR: Minions returned with non-zero exit code: {', '.join(failed)}", file=sys.stderr)
+    return 1 if final.missing or failed or failed_states else 0
+
+
+KEY_TITLES = {"local": "Local Keys:", "minions": "Accepted Keys:", "minions_denied": "Denied Keys:", "minions_pre": "Unaccepted Keys:",
+              "minions_rejected": "Rejected Keys:"}
+# which key states each action looks at, as salt-key: pending, plus what --include-* adds
+KEY_ACTION_STATUSES = {
+    "accept": (("minions_pre", None), ("minions_rejected", "include_rejected"), ("minions_denied", "include_denied")),
+    "reject": (("minions_pre", None), ("minions", "include_accepted"), ("minions_denied", "include_denied")),
+}
+
+
+def key_lines(data: dict[str, Any]) -> list[str]:
+    """salt-key's text format: a title per key state (in Salt's order), then one id a line
+    (``id:  value`` when the state maps ids to fingerprints or keys)."""
+    lines: list[str] = []
+    for status in sorted(data):
+        lines.append(KEY_TITLES.get(status, f"{status}:"))
+        ids = data[status]
+        for minion_id in sorted(ids):
+            lines.append(f"{minion_id}:  {ids[minion_id]}" if isinstance(ids, dict) else minion_id)
+    return lines
+
+
+def _local_finger(pki_dir: str, match: str) -> dict[str, str]:
+    """The master's own public key fingerprint under "Local Keys" (salt-key -F), what minions pin
+    with ``master_finger``."""
+    import fnmatch
+    import os
+
+    from runtime.crypt.errors import KeyFileError
+    from runtime.crypt.identity import fingerprint, public_from_pem
+
+    path = os.path.join(pki_dir, "master.pub")
+    if not any(fnmatch.fnmatchcase("master.pub", p.strip()) for p in match.split(",")):
+        return {}
+    try:
+        with open(path, "rb") as fh:
+            return {"master.pub": fingerprint(public_from_pem(fh.read(), path))}
+    except (OSError, KeyFileError):
+        return {}
+
+
+def _exact_match(ids: list[str]) -> str:
+    """A key match naming exactly these ids (glob characters escaped)."""
+    import re
+
+    return ",".join(re.sub(r"([*?\[])", r"[\1]", minion_id) for minion_id in ids)
 
 
 def key(args: argparse.Namespace) -> int:
@@ -127,23 +215,27 @@ def key(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         return _fail("key", exc)
     store = FileKeyStore(opts["pki_dir"], max_pending=int(opts.get("max_pending_keys", 1000)))
-    if args.list or not any((args.accept, args.accept_all, args.reject, args.reject_all, args.delete,
-                             args.delete_all, args.finger, args.finger_all, args.print_key, args.print_all)):
-        keys = store.list_keys()
+
+    def show(data: dict[str, Any]) -> None:
         if args.out == "json":
-            print(json.dumps(keys, indent=4))
+            print(json.dumps(data, indent=4))
         else:
-            for title, name in (("Accepted Keys:", "minions"), ("Denied Keys:", "minions_denied"),
-                                ("Unaccepted Keys:", "minions_pre"), ("Rejected Keys:", "minions_rejected")):
-                print(title)
-                for minion_id in keys.get(name, []):
-                    print(minion_id)
+            for line in key_lines(data):
+                print(line)
+
+    actions = (args.accept, args.accept_all, args.reject, args.reject_all, args.delete, args.delete_all,
+               args.finger, args.finger_all, args.print_key, args.print_all)
+    if args.list or not any(actions):
+        show(store.list_keys())
         return 0
     if args.finger or args.finger_all:
-        print(json.dumps(store.finger(args.finger or "*"), indent=4))
+        data: dict[str, Any] = store.finger(args.finger or "*")
+        local = _local_finger(opts["pki_dir"], args.finger or "*")
+        show({"local": local, **data} if local else data)
         return 0
     if args.print_key or args.print_all:
-        print(json.dumps(store.print_keys(args.print_key or "*"), indent=4))
+        show({status: {m: pem.strip() for m, pem in keys.items()}
+              for status, keys in store.print_keys(args.print_key or "*").items()})
         return 0
     if args.accept or args.accept_all:
         action, match = "accept", args.accept or "*"
@@ -151,25 +243,41 @@ def key(args: argparse.Namespace) -> int:
         action, match = "reject", args.reject or "*"
     else:
         action, match = "delete", args.delete or "*"
+    found = {status: sorted(ids) for status, ids in store.finger(match).items()}
+    if action != "delete":
+        wanted = {status for status, flag in KEY_ACTION_STATUSES[action] if flag is None or getattr(args, flag)}
+        found = {status: ids for status, ids in found.items() if status in wanted}
+        if not found:
+            words = [{"minions_pre": "unaccepted", "minions": "accepted", "minions_rejected": "rejected",
+                      "minions_denied": "denied"}[status] for status, flag in KEY_ACTION_STATUSES[action]
+                     if flag is None or getattr(args, flag)]
+            what = words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
+            print(f"The key glob '{match}' does not match any {what} keys.")
+            return 0
+    elif not found:
+        print(f"The key glob '{match}' does not match any keys.")
+        return 0
+    print(f"The following keys are going to be {action.rstrip('e')}ed:")
+    show(found)
     if not args.yes:
-        preview = store.list_keys()
-        print(f"The key glob '{match}' will be {action}ed. Keys now: {json.dumps(preview)}")
-        answer = input("Proceed? [n/Y] ").strip().lower()
-        if answer not in ("", "y", "yes"):
-            return 1
+        default = "n" if action == "delete" else "y"
+        try:
+            answer = input("Proceed? [N/y] " if action == "delete" else "Proceed? [n/Y] ").strip().lower()
+        except EOFError:
+            print("\nsaltpan key: no answer on stdin; pass -y to proceed without asking", file=sys.stderr)
+            return 2
+        if not (answer or default).startswith("y"):
+            return 0
+    exact = _exact_match(sorted({m for ids in found.values() for m in ids}))
     if action == "accept":
-        changed = store.accept(match, include_rejected=args.include_rejected, include_denied=args.include_denied)
+        changed = store.accept(exact, include_rejected=args.include_rejected, include_denied=args.include_denied)
     elif action == "reject":
-        changed = store.reject(match, include_accepted=args.include_accepted, include_denied=args.include_denied)
+        changed = store.reject(exact, include_accepted=args.include_accepted, include_denied=args.include_denied)
     else:
-        changed = store.delete(match)
+        changed = store.delete(exact)
     _after_key_change(opts, action, changed)
-    for status, ids in changed.items():
-        for minion_id in ids:
-            print(f"Key for minion {minion_id} {action}ed" + (f" (was {status})" if status else ""))
-    if not any(changed.values()):
-        print(f"The key glob '{match}' does not match any key to {action}.")
-        return 1
+    for minion_id in sorted({m for ids in changed.values() for m in ids}):
+        print(f"Key for minion {minion_id} {action.rstrip('e')}ed.")
     return 0
 
 
@@ -191,6 +299,8 @@ def _after_key_change(opts: dict[str, Any], action: str, changed: dict[str, list
                 store.revoke(minion_id, f"key {action}")
         finally:
             store.close()
+    if not os.path.exists(os.path.join(opts["sock_dir"], "master_event_pull.ipc")):
+        return  # the master is not running: nobody to tell
     try:
         import zmq
 
@@ -199,7 +309,7 @@ def _after_key_change(opts: dict[str, Any], action: str, changed: dict[str, list
         pusher = EventPusher(zmq.Context.instance(), opts["sock_dir"])
         for minion_id in ids:
             pusher.fire("salt/key", {"id": minion_id, "act": action, "result": True})
-        pusher.close()
+        pusher.close(linger_ms=2000)  # deliver them before this process exits
     except Exception:  # noqa: BLE001 - the master may not be running
         pass
 
@@ -231,6 +341,22 @@ def event(args: argparse.Namespace) -> int:
     return 0
 
 
+MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
+def jid_to_time(jid: str) -> str:
+    """Salt's StartTime of a job: ``2026, Nov 22 00:59:21.979262`` (the time in the jid)."""
+    if len(jid) != 20 or not jid.isdigit() or not 1 <= int(jid[4:6]) <= 12:
+        return ""
+    return f"{jid[:4]}, {MONTHS[int(jid[4:6]) - 1]} {jid[6:8]} {jid[8:10]}:{jid[10:12]}:{jid[12:14]}.{jid[14:20]}"
+
+
+def job_instance(jid: str, job: dict[str, Any]) -> dict[str, Any]:
+    """A job as ``salt-run jobs.list_jobs`` shows it."""
+    return {"Function": job.get("fun"), "Arguments": list(job.get("arg") or []), "Target": job.get("tgt"),
+            "Target-type": job.get("tgt_type"), "User": job.get("user"), "StartTime": jid_to_time(jid)}
+
+
 def jobs(args: argparse.Namespace) -> int:
     from runtime import output
     from runtime.master.jobcache import SQLiteJobCache
@@ -247,19 +373,26 @@ def jobs(args: argparse.Namespace) -> int:
         except ClientError as exc:
             return _fail("jobs", exc)
         active: dict[str, Any] = {}
-        for minion_id, ret in result.returns.items():
-            for job in ret.get("return") or []:
-                if isinstance(job, dict):
-                    entry = active.setdefault(job.get("jid"), {"Function": job.get("fun"), "Running": []})
+        for minion_id, ret in sorted(result.returns.items()):
+            running = ret.get("return")
+            for job in running if isinstance(running, list) else []:
+                if isinstance(job, dict) and isinstance(job.get("jid"), str):
+                    entry = active.setdefault(job["jid"], {**job_instance(job["jid"], job), "Running": [],
+                                                           "Returned": []})
                     entry["Running"].append({minion_id: job.get("pid")})
+        if active:
+            cache = SQLiteJobCache(opts["cachedir"])
+            try:
+                for jid, entry in active.items():
+                    entry["Returned"] = sorted(cache.returns(jid))
+            finally:
+                cache.close()
         print(output.render(active, args.out or "nested", sys.stdout))
         return 0
     cache = SQLiteJobCache(opts["cachedir"])
     try:
         if args.action == "list":
-            data = {j["jid"]: {"Function": j["fun"], "Arguments": j["arg"], "Target": j["tgt"],
-                               "Target-type": j["tgt_type"], "User": j["user"], "Minions": j["minions"]}
-                    for j in cache.list_jobs(int(args.limit))}
+            data = {j["jid"]: job_instance(j["jid"], j) for j in cache.list_jobs(int(args.limit))}
         else:
             if not args.jid:
                 return _fail("jobs", ValueError("lookup needs a JID"))
@@ -309,6 +442,9 @@ def swarm(args: argparse.Namespace) -> int:
         opts = _opts(args, "minion")
     except ConfigError as exc:
         return _fail("swarm", exc)
+    from runtime.lean_asyncio import lean_minion_imports
+
+    lean_minion_imports()
     from runtime.minion import swarm as swarm_mod
 
     return swarm_mod.run(opts, int(args.count), args.prefix)
@@ -316,7 +452,8 @@ def swarm(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction, outputs: list[str]) -> None:
     def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--config", "-c", help="config file")
+        p.add_argument("--config", "-c", help=f"config file, or a directory holding one named after the role "
+                                               f"(default {DEFAULT_CONFIG_DIR}/<master|minion> when it exists)")
         p.add_argument("-l", "--log-level", dest="log_level", help="log level")
 
     p = sub.add_parser("master", help="run the master daemon")
@@ -340,6 +477,9 @@ def register(sub: argparse._SubParsersAction, outputs: list[str]) -> None:
         group.add_argument(flag, dest="tgt_type", action="store_const", const=tgt_type, help=f"{tgt_type} target")
     p.set_defaults(tgt_type="glob")
     p.add_argument("--timeout", "-t", type=float, default=5.0, help="seconds to wait for returns (default 5)")
+    p.add_argument("--gather-job-timeout", dest="gather_job_timeout", type=float, default=None,
+                   help="seconds to wait for minions to say whether they still run the job, once --timeout "
+                        "has passed (config gather_job_timeout, default 3)")
     p.add_argument("--async", dest="run_async", action="store_true", help="print the job id and return")
     p.add_argument("--static", action="store_true", help="print all returns together at the end")
     p.add_argument("--out", choices=outputs + ["highstate"], help="outputter")
@@ -365,7 +505,7 @@ def register(sub: argparse._SubParsersAction, outputs: list[str]) -> None:
     p.add_argument("--include-rejected", action="store_true")
     p.add_argument("--include-denied", action="store_true")
     p.add_argument("--include-accepted", action="store_true")
-    p.add_argument("--out", choices=["json", "txt"])
+    p.add_argument("--out", choices=["json", "key"], help="json, or salt-key's text format (default)")
     p.set_defaults(func=key)
 
     p = sub.add_parser("event", help="watch the master's event bus")

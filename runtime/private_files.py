@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import stat
-import tempfile
 
 
 class PrivateFileError(OSError):
@@ -36,10 +35,22 @@ def ensure_private_dir(path: str) -> str:
     return path
 
 
+def _private_temp(directory: str) -> tuple[int, str]:
+    """A new 0600 file beside the target (tempfile.mkstemp without importing tempfile, shutil,
+    bz2 and lzma into every daemon)."""
+    for _ in range(100):
+        tmp = os.path.join(directory, f".tmp-{os.urandom(8).hex()}")
+        try:
+            return os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"could not create a temporary file in {directory}")
+
+
 def write_private(path: str, data: bytes, *, mode: int = 0o600) -> None:
     """Atomically replace ``path`` with ``data`` (mode 0600 unless told); the directory must exist."""
     directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
+    fd, tmp = _private_temp(directory)
     try:
         os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as fh:

@@ -13,6 +13,7 @@ from typing import Any
 from compiler.errors import CompileError
 from compiler.render import Renderer
 from compiler.requisites import Lowstate, Run, order_chunks
+from compiler.roots import valid_saltenv
 from compiler.salt_functions import build as build_functions
 from runtime import pipeline
 from runtime.executor import Executor
@@ -49,7 +50,16 @@ class StateRunner:
 
     def fetch_file(self, url: str, saltenv: str) -> tuple[bytes, str, int | None] | None:
         path, env_name = _parse_salt_url(url, saltenv)
-        found = self.source.fetch(env_name, path)
+        if not valid_saltenv(env_name):
+            from runtime.states._source import SourceError
+
+            raise SourceError(f"Source file {url} refused: invalid saltenv {env_name[:64]!r}")
+        try:
+            found = self.source.fetch(env_name, path)
+        except CompileError as exc:  # outside the roots, refused or unreachable file server
+            from runtime.states._source import SourceError
+
+            raise SourceError(f"Source file {url} refused: {exc.message}") from None
         if found is None:
             return None
         return found.data, found.display, found.mode

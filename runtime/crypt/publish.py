@@ -79,9 +79,13 @@ class PublicationReceiver:
 
     def __init__(self, master_pub: bytes, pkey: PublishKey, *, clock_offset_ms: int = 0,
                  max_age_ms: int = DEFAULT_MAX_AGE_MS, window: int = WINDOW_SIZE,
-                 limits: codec.Limits = codec.DEFAULT_LIMITS) -> None:
+                 limits: codec.Limits = codec.DEFAULT_LIMITS, not_before_ms: int = 0) -> None:
         self.master_pub = master_pub
         self.clock_offset_ms = clock_offset_ms  # master clock minus ours, from the auth reply
+        # publications sealed before the session that gave us this key (master clock) are
+        # refused: a fresh serial window knows nothing of them, so only this stops the replay
+        # of a recent job to a minion that restarted or joined after it was published
+        self.not_before_ms = not_before_ms
         self.max_age_ms = max_age_ms
         self.window = window
         self.limits = limits
@@ -104,14 +108,16 @@ class PublicationReceiver:
             self._pkey, self._hi, self._bits = pkey, 0, 0
             return True
 
-    def adopt(self, pkey: PublishKey) -> None:
+    def adopt(self, pkey: PublishKey, *, not_before_ms: int = 0) -> None:
         """After (re-)authentication: take the grant's key whatever its epoch number (a master
         whose state was wiped numbers epochs from 1 again).  The serial window is kept only when
-        it is the very same key, so re-authenticating never reopens the window to replays."""
+        it is the very same key, so re-authenticating never reopens the window to replays; a new
+        window starts at ``not_before_ms`` (the master's time at that authentication)."""
         with self._lock:
             if pkey.epoch == self._pkey.epoch and pkey.key == self._pkey.key:
                 return
             self._pkey, self._hi, self._bits = pkey, 0, 0
+            self.not_before_ms = not_before_ms
 
     def open(self, data: bytes, *, now: int | None = None) -> Publication:
         """Verify and decrypt one publication, or raise ``PublicationRefused`` (``NeedPublishKey``
@@ -147,6 +153,9 @@ class PublicationReceiver:
         except BadMessage as exc:
             raise PublicationRefused(str(exc), "bad_tag") from None
         current = (now_ms() if now is None else now) + self.clock_offset_ms
+        if ts < self.not_before_ms:
+            raise PublicationRefused(f"publication of {ts} ms was published before this minion's session "
+                                     f"began ({self.not_before_ms} ms): a replay", "before_session")
         try:
             check_fresh(ts, current, self.max_age_ms)
             with self._lock:

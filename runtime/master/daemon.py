@@ -29,7 +29,7 @@ from runtime import transport
 from runtime.crypt.clientkey import client_key_path, load_or_create_client_key
 from runtime.crypt.identity import Identity, load_or_create_identity
 from runtime.events import EVENT_PUB, EVENT_PULL
-from runtime.log_setup import setup as setup_logging
+from runtime.log_setup import setup_daemon
 from runtime.master import worker as worker_mod
 from runtime.master.sessions import SQLiteSessionStore
 from runtime.private_files import ensure_private_dir
@@ -44,16 +44,26 @@ def _child_setup(opts: dict[str, Any], name: str) -> threading.Event:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
-    setup_logging(opts.get("log_level") or "warning", opts.get("log_file"))
-    try:
-        import setproctitle  # noqa: F401  (optional)
-    except ImportError:
-        pass
+    setup_daemon(opts)
+    set_process_name(name)
     return stop
 
 
+def set_process_name(name: str) -> None:
+    """Name this process for ps, top and pgrep (``/proc/<pid>/comm``, 15 bytes on Linux):
+    ``MWorker-0``, ``Publisher``, ``EventPublisher``, ``ReqServer``, ``Maintenance``, as Salt
+    names its master processes."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(15, ctypes.c_char_p(name.encode()[:15]), 0, 0, 0)  # PR_SET_NAME
+    except (OSError, AttributeError):
+        pass
+
+
 def publisher_main(opts: dict[str, Any]) -> None:
-    stop = _child_setup(opts, "publisher")
+    stop = _child_setup(opts, "Publisher")
     ctx = zmq.Context()
     pull = transport.make_socket(ctx, zmq.PULL)
     transport.bind(pull, transport.ipc_address(opts["sock_dir"], worker_mod.PUBLISH_PULL))
@@ -73,7 +83,7 @@ def publisher_main(opts: dict[str, Any]) -> None:
 
 
 def event_publisher_main(opts: dict[str, Any]) -> None:
-    stop = _child_setup(opts, "event_publisher")
+    stop = _child_setup(opts, "EventPublisher")
     ctx = zmq.Context()
     pull = transport.make_socket(ctx, zmq.PULL)
     transport.bind(pull, transport.ipc_address(opts["sock_dir"], EVENT_PULL))
@@ -100,7 +110,7 @@ def event_publisher_main(opts: dict[str, Any]) -> None:
 
 
 def req_server_main(opts: dict[str, Any]) -> None:
-    stop = _child_setup(opts, "req_server")
+    stop = _child_setup(opts, "ReqServer")
     ctx = zmq.Context()
     limits = transport.SocketLimits(max_message_size=int(opts.get("max_message_size", 16 * 1024 * 1024)))
     front = transport.make_socket(ctx, zmq.ROUTER, limits)
@@ -125,14 +135,14 @@ def req_server_main(opts: dict[str, Any]) -> None:
 
 
 def worker_main(opts: dict[str, Any], identity: Identity, index: int) -> None:
-    stop = _child_setup(opts, f"worker-{index}")
+    stop = _child_setup(opts, f"MWorker-{index}")
     worker_mod.run(opts, identity, index, stop)
 
 
 def maintenance_main(opts: dict[str, Any]) -> None:
     from runtime.master import maintenance
 
-    stop = _child_setup(opts, "maintenance")
+    stop = _child_setup(opts, "Maintenance")
     maintenance.run(opts, stop)
 
 
@@ -229,47 +239,80 @@ def _client_key_for(cachedir: str, user: str) -> None:
         os.chmod(cachedir, 0o711)
 
 
-def write_pidfile(path: str | None) -> None:
-    if not path:
-        return
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "w", encoding="ascii") as fh:
-        fh.write(f"{os.getpid()}\n")
+def check_ports(opts: dict[str, Any]) -> None:
+    """Fail at once, with the address, when a port the master needs is taken (instead of
+    children dying and being restarted in a loop)."""
+    import socket
+
+    from runtime.transport import TransportError
+
+    for key in ("publish_port", "ret_port"):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                sock.bind((opts["interface"], int(opts[key])))
+            except OSError as exc:
+                raise TransportError(f"cannot bind {key} {opts['interface']}:{opts[key]}: {exc.strerror} "
+                                     "(another master running?)") from None
+
+
+def _accepting(opts: dict[str, Any]) -> bool:
+    """Whether the ReqServer accepts connections yet (for systemd's READY=1)."""
+    import socket
+
+    host = opts["interface"] if opts["interface"] not in ("0.0.0.0", "") else "127.0.0.1"
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(0.2)
+        return sock.connect_ex((host, int(opts["ret_port"]))) == 0
 
 
 def run(opts: dict[str, Any]) -> int:
-    """Run the master until SIGTERM/SIGINT."""
-    setup_logging(opts.get("log_level") or "warning", opts.get("log_file"))
-    opts["__role"] = "master"
-    try:
-        identity = prepare(opts)
-    except (transport.AddressError, OSError) as exc:
-        log.error("cannot start the master: %s", exc)
-        print(f"saltpan master: {exc}", file=sys.stderr)
-        return 2
-    write_pidfile(opts.get("pidfile"))
-    manager = ProcessManager()
-    manager.add("event_publisher", event_publisher_main, opts)
-    manager.add("publisher", publisher_main, opts)
-    for index in range(max(1, int(opts.get("worker_threads", 5)))):
-        manager.add(f"worker-{index}", worker_main, opts, identity, index)
-    manager.add("req_server", req_server_main, opts)
-    manager.add("maintenance", maintenance_main, opts)
+    """Run the master until SIGTERM/SIGINT; 0 after a clean stop, 2 when it cannot start."""
+
+    from runtime import pidfile, sdnotify
+    from runtime.crypt.errors import KeyFileError
+    from runtime.log_setup import LogFileError, setup_daemon
+    from runtime.transport import TransportError
+
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
+    opts["__role"] = "master"
+    try:
+        setup_daemon(opts)
+        check_ports(opts)
+        pidfile.claim(opts.get("pidfile"), "master")
+    except (LogFileError, TransportError, pidfile.PidFileError, OSError) as exc:
+        print(f"saltpan master: {exc}", file=sys.stderr)
+        log.error("cannot start: %s", exc)
+        return 2
+    try:
+        identity = prepare(opts)
+    except (OSError, KeyFileError) as exc:
+        print(f"saltpan master: {exc}", file=sys.stderr)
+        log.error("cannot start: %s", exc)
+        pidfile.release(opts.get("pidfile"))
+        return 2
+    manager = ProcessManager()
+    manager.add("EventPublisher", event_publisher_main, opts)
+    manager.add("Publisher", publisher_main, opts)
+    for index in range(max(1, int(opts.get("worker_threads", 5)))):
+        manager.add(f"MWorker-{index}", worker_main, opts, identity, index)
+    manager.add("ReqServer", req_server_main, opts)
+    manager.add("Maintenance", maintenance_main, opts)
     manager.start_all()
     log.warning("master started: ret_port %s, publish_port %s, %d workers (pid %d)", opts["ret_port"],
                 opts["publish_port"], int(opts.get("worker_threads", 5)), os.getpid())
+    ready = False
     try:
         while not stop.wait(0.2):
             manager.check()
+            if not ready and _accepting(opts):
+                sdnotify.notify(f"READY=1\nSTATUS=serving on ports {opts['publish_port']}/{opts['ret_port']}")
+                ready = True
     finally:
+        sdnotify.notify("STOPPING=1")
         manager.stop_all()
-        if opts.get("pidfile"):
-            try:
-                os.unlink(opts["pidfile"])
-            except OSError:
-                pass
+        pidfile.release(opts.get("pidfile"))
         log.warning("master stopped")
     return 0

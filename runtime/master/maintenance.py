@@ -40,9 +40,10 @@ def run(opts: dict[str, Any], stop: threading.Event) -> None:
     period = max(0.2, float(opts.get("heartbeat_period", 5.0)))
     window_ms = 3 * period * 1000
     rotate_ms = int(float(opts.get("publish_session", 86400)) * 1000)
-    keep_jobs = float(opts.get("keep_jobs", 24))
+    keep_seconds = keep_jobs_seconds(opts)
+    loop_interval = max(0.2, float(opts.get("loop_interval", 60)))
     present: set[str] = set()
-    last_prune = 0.0
+    last_prune = None
     try:
         while not stop.wait(period):
             now = int(time.time() * 1000)
@@ -61,11 +62,11 @@ def run(opts: dict[str, Any], stop: threading.Event) -> None:
                 store.expire_idle(int(window_ms * 20), now)
                 if rotate_ms > 0 and store.rotate_if_older(rotate_ms, now) is not None:
                     log.info("publish key rotated (older than publish_session)")
-                if time.monotonic() - last_prune > 3600:
-                    pruned = jobs.prune(keep_jobs)
+                if keep_seconds > 0 and (last_prune is None or time.monotonic() - last_prune >= loop_interval):
+                    pruned = jobs.prune(keep_seconds / 3600)
                     last_prune = time.monotonic()
                     if pruned:
-                        log.info("pruned %d jobs older than %s hours", pruned, keep_jobs)
+                        log.info("pruned %d jobs older than %g s (keep_jobs_seconds)", pruned, keep_seconds)
             except Exception:  # noqa: BLE001 - maintenance must keep running
                 log.exception("maintenance pass failed")
     finally:
@@ -73,6 +74,16 @@ def run(opts: dict[str, Any], stop: threading.Event) -> None:
         store.close()
         jobs.close()
         ctx.term()
+
+
+def keep_jobs_seconds(opts: dict[str, Any]) -> float:
+    """How long jobs stay in the job cache, as Salt reads it: keep_jobs_seconds, unless only the
+    older keep_jobs (hours) was changed from its default.  0 keeps jobs forever."""
+    seconds = float(opts.get("keep_jobs_seconds", 86400))
+    hours = opts.get("keep_jobs", 24)
+    if seconds == 86400 and hours != 24:
+        seconds = float(hours) * 3600
+    return max(0.0, seconds)
 
 
 def read_presence(cachedir: str) -> set[str]:

@@ -24,8 +24,10 @@ class PillarService:
         self.errors_log = RateLimitedLog(log, float(opts.get("refusal_log_interval", 60.0)))
 
     def compile(self, minion_id: str, grains: dict[str, Any], saltenv: str | None = None,
-                pillarenv: str | None = None) -> dict[str, Any]:
-        if self.opts.get("pillar_cache") and not saltenv and not pillarenv:
+                pillarenv: str | None = None, clean_cache: bool = False) -> dict[str, Any]:
+        """The minion's pillar; with ``pillar_cache``, the copy compiled less than ``pillar_cache_ttl``
+        seconds ago unless ``clean_cache`` (saltutil.refresh_pillar) asks for a new compile."""
+        if self.opts.get("pillar_cache") and not clean_cache and not saltenv and not pillarenv:
             updated = self.data.updated(minion_id, "pillar")
             ttl = float(self.opts.get("pillar_cache_ttl", 3600))
             if updated is not None and time.time() - updated < ttl:

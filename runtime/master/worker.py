@@ -153,10 +153,17 @@ class Worker:
         cmd = payload.get("cmd") if isinstance(payload, dict) else None
         handler = self.aes_handlers.get(cmd) if isinstance(cmd, str) else None
         minion_id = request.minion_id
+        named = payload.get("id", minion_id) if isinstance(payload, dict) else minion_id
         if handler is None:
             self.refusals.warning("aes:unknown", "refused command %r from minion %s (unknown_command)",
                                   str(cmd)[:64], minion_id)
             reply: Any = codec.error_load("unknown_command", "unknown command")
+        elif named != minion_id:
+            # Salt refuses a load whose id is not the authenticated one ("Request id mismatch"): a
+            # minion asking in another's name gets an error, never the other's data.
+            self.refusals.warning(f"aes:{cmd}:id_mismatch", "refused %s from minion %s naming id %r", cmd, minion_id,
+                                  str(named)[:64])
+            reply = codec.error_load("id_mismatch", "the request names another minion id than its session's")
         else:
             try:
                 reply = handler(minion_id, payload)
@@ -219,7 +226,7 @@ class Worker:
             raise Refused("bad_target", exc.message) from None
         if not minions:
             raise Refused("no_minions", "No minions matched the target. No command was sent, no jid was assigned.")
-        if user != self.master_user:
+        if user != self.master_user and not self._asks_about_own_job(user, fun, arg, minions):
             reason = acl_mod.check(self.opts.get("publisher_acl") or {}, user, fun, minions)
             if reason is not None:
                 raise Refused("acl", reason)
@@ -237,6 +244,15 @@ class Worker:
         self.send_publication(payload, minions if tgt_type == "list" or restricted else None)
         log.info("published %s %s to %s (%d minions expected) for %s", jid, fun, tgt, len(minions), user)
         return {"jid": jid, "minions": minions}
+
+    def _asks_about_own_job(self, user: str, fun: str, arg: list, minions: list[str]) -> bool:
+        """``saltutil.find_job JID`` on minions of a job this same user published: how the
+        client learns that a job outlasting --timeout is still running, allowed whatever the
+        user's publisher_acl says (it reveals nothing but that job's state)."""
+        if fun != "saltutil.find_job" or len(arg) != 1 or not isinstance(arg[0], str):
+            return False
+        job = self.jobs.job(arg[0])
+        return job is not None and job["user"] == user and set(minions) <= set(job["minions"])
 
     def new_jid(self, fun: str, arg: list, tgt: Any, tgt_type: str, user: str, minions: list[str]) -> str:
         for _ in range(100):
@@ -335,7 +351,8 @@ class Worker:
         pillarenv = load.get("pillarenv") if isinstance(load.get("pillarenv"), str) else None
         if self._pillar is None:
             self._pillar = pillar_service.PillarService(self.opts, self.data)
-        return {"pillar": self._pillar.compile(minion_id, dict(grains), saltenv, pillarenv)}
+        return {"pillar": self._pillar.compile(minion_id, dict(grains), saltenv, pillarenv,
+                                               clean_cache=load.get("clean_cache") is True)}
 
     def minion_event(self, minion_id: str, load: dict) -> dict:
         events = load.get("events")

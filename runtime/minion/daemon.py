@@ -83,6 +83,7 @@ class Minion:
                                bool(opts.get("recon_randomize", True)))
         self.refusals = RateLimitedLog(log, float(opts.get("refusal_log_interval", 60.0)))
         self.started = False
+        self.abandoned: list[dict[str, Any]] = []
         self.sessions_registered = 0
         self.prefix = "" if not quiet else f"[{self.id}] "
         self._remote_files = None
@@ -145,15 +146,17 @@ class Minion:
                     self.backoff.reset()
             if not stop.is_set():
                 self.backoff.failed()
+        self.abandoned = self.jobs.running()  # still running as the minion stops
 
     async def run_session(self, session: Session, stop: asyncio.Event) -> None:
         grant = session.grant
         pkey = PublishKey(grant.publish_epoch, grant.publish_key, 0)
+        began = session.result.master_now_ms  # older publications can only be replays here
         if self.receiver is None:
             self.receiver = PublicationReceiver(session.result.master_pub, pkey,
-                                                clock_offset_ms=session.result.clock_offset_ms)
+                                                clock_offset_ms=session.result.clock_offset_ms, not_before_ms=began)
         else:
-            self.receiver.adopt(pkey)
+            self.receiver.adopt(pkey, not_before_ms=began)
             self.receiver.clock_offset_ms = session.result.clock_offset_ms
         sub = transport.make_subscriber(self.ctx, self.pub_address(), self.id)
         self.session = session
@@ -180,12 +183,15 @@ class Minion:
             await session.request({"cmd": "_grains", "grains": self.grains})
             if not self.started:
                 self.pillar = await asyncio.get_running_loop().run_in_executor(self.executor, self.local_pillar)
+        elif self.started and self.pillar:
+            # a rebuilt session: the in-memory pillar stays (refreshed only on request, as Salt),
+            # the master just needs our grains again; no pillar compile storm after a master restart
+            await session.request({"cmd": "_grains", "grains": self.grains})
         else:
             reply = await session.request({"cmd": "_pillar", "grains": self.grains,
                                            "saltenv": self.opts.get("saltenv"),
                                            "pillarenv": self.opts.get("pillarenv")})
-            if not self.started or not self.pillar:
-                self.replace_pillar(reply.get("pillar") or {})
+            self.replace_pillar(reply.get("pillar") or {})
         if not self.started:
             self.started = True
             await session.request({"cmd": "_minion_event", "events": [
@@ -229,22 +235,26 @@ class Minion:
             event = await self.events.get()
             try:
                 if event.tag == "pillar_refresh":
-                    await self.refresh_pillar_now(session)
+                    await self.refresh_pillar_now(session, bool(event.data.get("clean_cache")))
                 elif event.tag == "grains_refresh":
                     from runtime import grains as grains_mod
 
                     self.grains = grains_mod.minion_grains(self.opts, self.id)
                     await session.request({"cmd": "_grains", "grains": self.grains})
+            except (RemoteRefusal, transport.RequestTimeout) as exc:
+                # As Salt: a failed refresh keeps the data in memory and the session up.
+                log.error("%s%s failed, keeping the data in memory: %s", self.prefix, event.tag, exc)
             finally:
                 if event.done is not None:
                     event.done.set()
 
-    async def refresh_pillar_now(self, session: Session) -> None:
+    async def refresh_pillar_now(self, session: Session, clean_cache: bool = False) -> None:
         if self.opts.get("file_client", "remote") == "local":
             data = await asyncio.get_running_loop().run_in_executor(self.executor, self.local_pillar)
         else:
             reply = await session.request({"cmd": "_pillar", "grains": self.grains,
-                                           "saltenv": self.opts.get("saltenv"), "pillarenv": self.opts.get("pillarenv")})
+                                           "saltenv": self.opts.get("saltenv"), "pillarenv": self.opts.get("pillarenv"),
+                                           "clean_cache": clean_cache})
             data = reply.get("pillar") or {}
         self.replace_pillar(data)
         log.info("%spillar refreshed (%d keys)", self.prefix, len(data))
@@ -293,7 +303,11 @@ class Minion:
 
     async def run_job(self, job: dict[str, Any]) -> None:
         jid, fun = job["jid"], job["fun"]
-        log.info("%srunning job %s (%s)", self.prefix, jid, fun)
+        log.info("%suser %s executing %s with jid %s", self.prefix, job.get("user", ""), fun, jid)
+        # argument values may hold secrets (cmd.run with a password): never logged
+        log.debug("%sjob %s: %d arguments, keyword arguments %s, target %r (%s)", self.prefix, jid,
+                  len(job.get("arg") or []), sorted(job.get("kwarg") or {}), job.get("tgt"),
+                  job.get("tgt_type", "glob"))
         self.jobs.add(RunningJob(jid, fun, list(job.get("arg") or []), job.get("tgt"),
                                  str(job.get("tgt_type", "glob")), str(job.get("user", ""))))
         loop = asyncio.get_running_loop()
@@ -317,6 +331,7 @@ class Minion:
             return
         try:
             await session.request(load)
+            log.debug("%sreturned job %s (retcode %s)", self.prefix, load["jid"], load.get("retcode"))
         except RemoteRefusal as exc:
             log.warning("%sreturn for %s refused: %s", self.prefix, load["jid"], exc)
         except (transport.RequestTimeout, SessionError) as exc:
@@ -335,13 +350,15 @@ class Minion:
             log.debug("job %s failed", job.get("jid"), exc_info=True)
             return f"The minion function caused an exception: {type(exc).__name__}: {exc}\n" \
                    f"{traceback.format_exc(limit=5)}", 1, False
-        retcode = 0
-        if job["fun"] in STATE_FUNS:
+        if job["fun"] in STATE_FUNS:  # Salt's state retcodes: 1 compile errors, 2 a failed state
+            retcode = 0
             if isinstance(ret, list):
                 retcode = 1
             elif isinstance(ret, dict) and any(isinstance(r, dict) and r.get("result") is False
                                                for r in ret.values()):
                 retcode = 2
+        else:
+            retcode = env.retcode if isinstance(env.retcode, int) and not isinstance(env.retcode, bool) else 0
         return _plain(ret), retcode, True
 
     def execute_in_process(self, job: dict[str, Any]) -> tuple[Any, int, bool]:
@@ -366,6 +383,12 @@ class Minion:
         done = threading.Event() if wait else None
         self.loop.call_soon_threadsafe(self.events.put_nowait, LocalEvent(tag, data, done))
         return done.wait(wait) if done is not None else True
+
+    def request_pillar_refresh(self, wait: bool = True, timeout: float | None = None,
+                               clean_cache: bool = True) -> bool:
+        """Fire pillar_refresh on the local bus; with wait, return once the new pillar is in memory."""
+        limit = float(timeout or self.opts.get("refresh_timeout", 60)) if wait else None
+        return self.fire_local("pillar_refresh", {"clean_cache": bool(clean_cache)}, wait=limit)
 
     def local_pillar(self) -> dict[str, Any]:
         from runtime import pipeline
@@ -396,11 +419,11 @@ class Minion:
     def module_env(self, jid: str | None):
         from runtime.modules import ModuleEnv
 
-        timeout = float(self.opts.get("refresh_timeout", 60))
         return ModuleEnv(
             opts=self.opts, grains=self.grains, pillar=self.pillar, fresh_pillar=self.fresh_pillar,
-            refresh_pillar=lambda: self.fire_local("pillar_refresh", {}, wait=timeout),
-            refresh_grains=lambda: self.fire_local("grains_refresh", {}, wait=timeout),
+            refresh_pillar=self.request_pillar_refresh,
+            refresh_grains=lambda: self.fire_local("grains_refresh", {},
+                                                   wait=float(self.opts.get("refresh_timeout", 60))),
             state_source=self.state_source(), fire_event=lambda tag, data: self.fire_local(tag, dict(data)),
             jid=jid, jobs=self.jobs)
 
@@ -417,36 +440,58 @@ def _plain(value: Any) -> Any:
 
 
 def run(opts: dict[str, Any]) -> int:
-    """Run one minion until SIGTERM/SIGINT."""
+    """Run one minion until SIGTERM/SIGINT; 0 after a clean stop, 2 when it cannot start."""
     import signal
+    import sys
 
-    from runtime.log_setup import setup as setup_logging
+    from runtime import pidfile, sdnotify
+    from runtime.log_setup import LogFileError, setup_daemon
     from runtime.private_files import ensure_private_dir
 
-    setup_logging(opts.get("log_level") or "warning", opts.get("log_file"))
-    for key in ("pki_dir", "cachedir"):
-        ensure_private_dir(opts[key])
-    if opts.get("pidfile"):
-        os.makedirs(os.path.dirname(os.path.abspath(opts["pidfile"])), exist_ok=True)
-        with open(opts["pidfile"], "w", encoding="ascii") as fh:
-            fh.write(f"{os.getpid()}\n")
-    minion = Minion(opts)
+    stopping = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stopping.set())  # until the event loop takes over
+    try:
+        setup_daemon(opts)
+        for key in ("pki_dir", "cachedir"):
+            ensure_private_dir(opts[key])
+        pidfile.claim(opts.get("pidfile"), "minion")
+    except (LogFileError, pidfile.PidFileError, OSError) as exc:
+        print(f"saltpan minion: {exc}", file=sys.stderr)
+        log.error("cannot start: %s", exc)
+        return 2
+    try:
+        minion = Minion(opts)
+    except (OSError, CryptoError) as exc:
+        print(f"saltpan minion: {exc}", file=sys.stderr)
+        log.error("cannot start: %s", exc)
+        pidfile.release(opts.get("pidfile"))
+        return 2
 
     async def main() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
+        if stopping.is_set():
+            stop.set()
         log.warning("minion %s starting (master %s)", minion.id, minion.ret_address())
+        sdnotify.notify(f"READY=1\nSTATUS=minion {minion.id}, master {minion.ret_address()}")
         await minion.run(stop)
 
     try:
         asyncio.run(main())
     finally:
-        if opts.get("pidfile"):
-            try:
-                os.unlink(opts["pidfile"])
-            except OSError:
-                pass
-        log.warning("minion %s stopped", minion.id)
+        sdnotify.notify("STOPPING=1")
+        pidfile.release(opts.get("pidfile"))
+        abandoned = minion.abandoned
+        if abandoned:
+            log.warning("minion %s stopped; abandoned %d running job(s): %s", minion.id, len(abandoned),
+                        ", ".join(f"{j['fun']} {j['jid']}" for j in abandoned))
+        else:
+            log.warning("minion %s stopped", minion.id)
+    if abandoned:
+        # jobs running in threads would hold the exit until they end, and their returns could
+        # not be sent any more: stop now, as salt-minion does (job processes run on by themselves)
+        logging.shutdown()
+        os._exit(0)
     return 0

@@ -22,7 +22,13 @@ def _child(minion: Any, job: dict[str, Any], conn: Any) -> None:
             raise CommandError(value)
         return value
 
+    def fire_via_parent(tag: str, data: dict[str, Any], wait: float | None = None) -> bool:
+        conn.send(("fire", (tag, data, wait)))
+        kind, value = conn.recv()
+        return bool(value) if kind == "reply" else False
+
     minion.call_master = via_parent
+    minion.fire_local = fire_via_parent  # the local bus runs in the parent's event loop
     try:
         result = minion.execute(job)
     except BaseException as exc:  # noqa: BLE001
@@ -61,6 +67,9 @@ def run_forked(minion: Any, job: dict[str, Any]) -> tuple[Any, int, bool]:
                     parent.send(("reply", minion.call_master(value)))
                 except Exception as exc:  # noqa: BLE001
                     parent.send(("error", str(exc)))
+            elif kind == "fire":
+                tag, data, wait = value
+                parent.send(("reply", minion.fire_local(tag, data, wait)))
             elif kind == "result":
                 os.waitpid(pid, 0)
                 return value

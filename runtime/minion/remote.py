@@ -9,29 +9,47 @@ event loop to use its session.
 
 from __future__ import annotations
 
+import concurrent.futures
 import hashlib
 import os
 import threading
 from collections.abc import Callable
 from typing import Any
 
-from compiler.errors import ACCESS_DENIED, CompileError
+from compiler.errors import ACCESS_DENIED, RENDER_ERROR, CompileError
 from compiler.roots import FetchedFile, SourceFile, clean_relpath, valid_saltenv
 from runtime.private_files import ensure_private_dir
 
 Requester = Callable[[dict[str, Any]], Any]
+_REFUSALS = {"access_denied", "bad_path", "bad_saltenv", "unknown_saltenv"}
 
 
 class RemoteFiles:
     """FileSource backed by the master's file server, cached under cachedir/files/<saltenv>/."""
 
     def __init__(self, request: Requester, cachedir: str):
-        self.request = request
+        self._request = request
         self.cache_root = os.path.join(cachedir, "files")
         self._lock = threading.Lock()
         self._envs: list[str] | None = None
         self._lists: dict[str, list[str]] = {}
         self._verified: dict[tuple[str, str], tuple[FetchedFile, str] | None] = {}
+
+    def request(self, payload: dict[str, Any]) -> Any:
+        """One file server request; a refusal or a silent master becomes a CompileError that the
+        compiler and the states report like any missing or refused file (no traceback)."""
+        from runtime.crypt.errors import RemoteRefusal
+        from runtime.modules import CommandError
+        from runtime.transport import RequestTimeout
+
+        what = f"{payload.get('cmd')} {payload.get('path', payload.get('saltenv', ''))!s}"[:200]
+        try:
+            return self._request(payload)
+        except RemoteRefusal as exc:
+            kind = ACCESS_DENIED if exc.reason in _REFUSALS else RENDER_ERROR
+            raise CompileError(kind, f"the master refused {what}: {exc}") from None
+        except (RequestTimeout, CommandError, TimeoutError, concurrent.futures.TimeoutError) as exc:
+            raise CompileError(RENDER_ERROR, f"the master's file server did not answer {what}: {exc}") from None
 
     def new_run(self) -> None:
         """Forget what was checked: the next run re-validates against the master (by hash)."""

@@ -44,6 +44,9 @@ class ModuleEnv:
     jid: str | None = None
     # running jobs on this minion (saltutil.running / find_job / kill_job)
     jobs: Any = None
+    # the job's exit status as Salt's __context__["retcode"]: cmd.* set the command's, test.retcode
+    # the one asked for; the minion returns it and `saltpan run` exits 1 when one is not 0
+    retcode: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
 
 

@@ -22,6 +22,7 @@ def run_all(env: Any, cmd: str, cwd: str | None = None, runas: str | None = None
         from runtime.modules import CommandError
 
         raise CommandError(str(exc)) from None
+    env.retcode = res.retcode
     return {"pid": res.pid, "retcode": res.retcode, "stdout": res.stdout, "stderr": res.stderr}
 
 

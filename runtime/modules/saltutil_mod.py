@@ -7,13 +7,15 @@ from typing import Any
 __all__ = ["refresh_pillar", "refresh_grains", "running", "find_job", "kill_job", "sync_all"]
 
 
-def refresh_pillar(env: Any, wait: bool = True, **_: Any) -> bool:
-    """Replace the in-memory pillar with a freshly compiled one (fires pillar_refresh)."""
-    if env.fire_event is not None:
-        env.fire_event("pillar_refresh", {})
+def refresh_pillar(env: Any, wait: bool = True, timeout: float | None = None, clean_cache: bool = True) -> bool:
+    """Replace the in-memory pillar with a freshly compiled one (fires pillar_refresh on the local bus).
+
+    wait=True (saltpan's default; Salt's is False) returns once the new pillar is in memory, so the
+    next command already targets and reads it.  clean_cache=True makes the master compile anew even
+    when pillar_cache holds a copy younger than pillar_cache_ttl.
+    """
     if env.refresh_pillar is not None:
-        env.refresh_pillar()
-        return True
+        return bool(env.refresh_pillar(wait=_truthy(wait), timeout=timeout, clean_cache=_truthy(clean_cache)))
     if env.fresh_pillar is not None:
         data, _errors = env.fresh_pillar()
         env.pillar.clear()
@@ -21,11 +23,23 @@ def refresh_pillar(env: Any, wait: bool = True, **_: Any) -> bool:
     return True
 
 
-def refresh_grains(env: Any, **_: Any) -> bool:
-    """Re-read grains (and send them to the master on a minion)."""
+_refresh_pillar = refresh_pillar  # refresh_grains' keyword argument shadows the name
+
+
+def refresh_grains(env: Any, refresh_pillar: bool = True, clean_pillar_cache: bool = False) -> bool:
+    """Re-read grains (and send them to the master on a minion), then refresh the pillar as well
+    (it may depend on grains) unless refresh_pillar=False."""
     if env.refresh_grains is not None:
         env.refresh_grains()
+    if _truthy(refresh_pillar):
+        _refresh_pillar(env, wait=True, clean_cache=_truthy(clean_pillar_cache))
     return True
+
+
+def _truthy(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in ("true", "1", "yes", "on")
+    return bool(value)
 
 
 def running(env: Any) -> list[dict[str, Any]]:

@@ -65,6 +65,7 @@ def false(env: Any) -> bool:
     return False
 
 
-def retcode(env: Any, code: int = 42) -> int:
-    """Return the given integer."""
-    return int(code)
+def retcode(env: Any, code: int = 42) -> bool:
+    """Set the job's exit status to `code` and return True (checks the retcode path, as Salt's)."""
+    env.retcode = int(code)
+    return True

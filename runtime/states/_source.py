@@ -42,9 +42,10 @@ def _scheme(url: str) -> str:
 
 
 def _split_saltenv(url: str, default: str) -> tuple[str, str]:
-    parsed = urllib.parse.urlparse(url)
-    env = urllib.parse.parse_qs(parsed.query).get("saltenv", [default])[0]
-    return parsed._replace(query="").geturl(), env
+    # Split by hand: urlparse().geturl() turns salt:///etc/x into salt:/etc/x, hiding the absolute path.
+    plain, _, query = url.partition("?")
+    env = urllib.parse.parse_qs(query).get("saltenv", [default])[0]
+    return plain, env
 
 
 def fetch(ctx: StateContext, url: str) -> Fetched | None:

@@ -132,3 +132,19 @@ def test_adopt_after_reauth_keeps_the_window_for_the_same_key(setup):
     receiver.adopt(restarted)
     assert refusal(receiver, data) == "bad_tag"                         # old capture no longer opens
     assert receiver.open(seal_publication(master, restarted, 1, {"jid": "2"})).payload == {"jid": "2"}
+
+
+def test_publication_from_before_the_session_is_refused_by_a_fresh_receiver():
+    """A minion that restarted (fresh serial window) must not run a recent job again."""
+    master, pkey = Identity.generate(), PublishKey.generate(1)
+    began = now_ms()
+    old = seal_publication(master, pkey, 7, {"fun": "cmd.run"}, now=began - 5_000)
+    fresh = PublicationReceiver(master.public_raw, pkey, not_before_ms=began)
+    assert refusal(fresh, old) == "before_session"
+    assert fresh.open(seal_publication(master, pkey, 8, {"fun": "test.ping"}, now=began + 1)).serial == 8
+    # re-authenticating onto a new key (a restarted master) moves the floor to that session
+    receiver = PublicationReceiver(master.public_raw, pkey)
+    assert receiver.open(old).serial == 7
+    newer = PublishKey.generate(1)
+    receiver.adopt(newer, not_before_ms=began)
+    assert refusal(receiver, seal_publication(master, newer, 7, {}, now=began - 1)) == "before_session"

@@ -101,5 +101,5 @@ def test_same_messages_to_two_worker_processes_are_processed_once(fleet, second_
         assert proc.exitcode == 0
     assert sorted(won[0] + won[1]) == list(range(1000))  # each exactly once
     assert not set(won[0]) & set(won[1])
-    if second_reversed:
-        assert won[0] and won[1], "both processes should have won some: they really raced"
+    # (which process wins which message depends on scheduling: under load one may win them all;
+    # the property is that every message is processed exactly once)

@@ -6,6 +6,7 @@ import importlib.util
 import os
 import subprocess
 import sys
+import tempfile
 
 import real_salt
 
@@ -19,14 +20,47 @@ def load_demo_module():
     return module
 
 
-def test_demo_prints_the_pillar_of_web01_and_db01():
-    proc = subprocess.run([sys.executable, DEMO], capture_output=True, text=True, timeout=120, check=False)
-    assert proc.returncode == 0, proc.stderr
-    assert "$ saltpan compile --minion web01 --show pillar" in proc.stdout
-    assert "$ saltpan compile --minion db01 --show pillar" in proc.stdout
-    assert "Welcome to web01, the web host in ams1." in proc.stdout
-    assert "Welcome to db01, the db host in ams1." in proc.stdout
-    assert "all 1 stage(s) succeeded" in proc.stdout
+def test_demo_runs_every_stage_and_leaves_nothing_running():
+    proc = subprocess.run([sys.executable, DEMO], capture_output=True, text=True, timeout=300, check=False)
+    out = proc.stdout
+    assert proc.returncode == 0, out[-3000:] + proc.stderr
+    assert "all 3 stage(s) succeeded" in out
+    # 1. pillar, offline
+    assert "$ saltpan compile --minion web01 --show pillar" in out
+    assert "$ saltpan compile --minion db01 --show pillar" in out
+    assert "Welcome to web01, the web host in ams1." in out
+    assert "Welcome to db01, the db host in ams1." in out
+    # 2. masterless apply, then again with nothing left to change
+    masterless = out.split("Masterless: web01's states applied")[1].split("A master and three minions")[0]
+    first, second = masterless.split("the same apply again")
+    assert "Succeeded: 29 (changed=29)\nFailed:    0" in first
+    assert "Succeeded: 29\nFailed:    0" in second and "changed=" not in second
+    assert "ID:" not in second  # state_verbose: False, and no state changed
+    # 3. a master and three minions
+    plane = out.split("A master and three minions")[1]
+    assert "Unaccepted Keys:\ndb01\nlb01\nweb01\nRejected Keys:" in plane
+    assert "Key for minion web01 accepted." in plane
+    for minion in ("web01", "db01", "lb01"):
+        assert f"{minion}:\n    True" in plane
+        summary = plane.split(f"Summary for {minion}\n")[1]
+        assert summary.split("\n")[2] == "Failed:    0", summary[:200]
+    assert "3 minions returned, 3 without failures" in plane
+    assert "stopped master, web01, db01, lb01 (each exited 0 on SIGTERM)" in plane
+    workdir = plane.split("files under ")[1].split("\n")[0].rsplit("/plane", 1)[0]
+    assert workdir.startswith(("/tmp/", tempfile.gettempdir())) and not os.path.exists(workdir)
+    left = subprocess.run(["pgrep", "-f", workdir], capture_output=True, text=True, check=False)
+    assert left.stdout == "", f"processes left running: {left.stdout}"
+
+
+def test_a_stage_that_fails_stops_its_daemons(monkeypatch, tmp_path):
+    """The master 'starts' but never opens its ports: the stage fails and kills what it started."""
+    run_demo = load_demo_module()
+    sleeper = [sys.executable, "-c", "import time; time.sleep(60)", "saltpan-demo-sleeper"]
+    demo = run_demo.Demo(sleeper, str(tmp_path))
+    monkeypatch.setattr(run_demo, "wait_until", lambda check, timeout, interval=0.3: False)
+    assert run_demo.stage_master_and_minions(demo) is False
+    left = subprocess.run(["pgrep", "-f", "saltpan-demo-sleeper"], capture_output=True, text=True, check=False)
+    assert left.stdout == ""
 
 
 def test_a_failing_command_fails_the_stage_and_the_demo(capsys, monkeypatch):

@@ -38,15 +38,16 @@ def wait_for(predicate: Callable[[], Any], timeout: float, interval: float = 0.1
 
 
 class Daemon:
-    def __init__(self, name: str, argv: list[str], log_path: Path):
+    def __init__(self, name: str, argv: list[str], log_path: Path, env: dict[str, str] | None = None):
         self.name = name
         self.argv = argv
         self.log_path = log_path
+        self.env = env or {}
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> None:
         out = open(self.log_path.with_suffix(".out"), "ab")  # noqa: SIM115 - kept open for the process
-        env = dict(os.environ, PYTHONPATH=str(REPO))
+        env = dict(os.environ, PYTHONPATH=str(REPO), **self.env)
         self.proc = subprocess.Popen(self.argv, stdout=out, stderr=subprocess.STDOUT, cwd=REPO, env=env,
                                      start_new_session=True)
         out.close()
@@ -98,10 +99,10 @@ class Cluster:
         self.ret_port = free_port()
         self.master_conf = base / "master.yaml"
         # ipc socket paths must stay under ~107 bytes: keep sock_dir short
-        self.sock_dir = tempfile.mkdtemp(prefix="sp-", dir="/tmp")
+        self.sock_dir = Path(tempfile.mkdtemp(prefix="sp-", dir="/tmp"))
         self.master_opts: dict[str, Any] = {
             "root_dir": str(base / "master"),
-            "sock_dir": self.sock_dir,
+            "sock_dir": str(self.sock_dir),
             "interface": "127.0.0.1",
             "publish_port": self.publish_port,
             "ret_port": self.ret_port,
@@ -142,8 +143,9 @@ class Cluster:
         path = self.base / f"{minion_id}.yaml"
         path.write_text(yaml.safe_dump(conf))
         self.minion_confs[minion_id] = path
+        # SALTPAN_TEST_ID lets a job's shell command say which minion ran it (marker files)
         self.minions[minion_id] = Daemon(minion_id, [sys.executable, "-m", "runtime", "minion", "-c", str(path)],
-                                         self.base / f"{minion_id}.log")
+                                         self.base / f"{minion_id}.log", env={"SALTPAN_TEST_ID": minion_id})
         return path
 
     # -- lifecycle ------------------------------------------------------------------
@@ -172,6 +174,23 @@ class Cluster:
         self.master.stop()
         shutil.rmtree(self.sock_dir, ignore_errors=True)
 
+    def master_children(self) -> dict[str, int]:
+        """The master's child processes by name (``/proc/<pid>/comm``: MWorker-0, Publisher ...)."""
+        out: dict[str, int] = {}
+        assert self.master.proc is not None
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                stat = (entry / "stat").read_text()
+                comm = (entry / "comm").read_text().strip()
+            except OSError:
+                continue
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            if ppid == self.master.proc.pid:
+                out[comm] = int(entry.name)
+        return out
+
     # -- commands -------------------------------------------------------------------
     def saltpan(self, *args: str, timeout: float = 60, check: bool = False) -> subprocess.CompletedProcess:
         env = dict(os.environ, PYTHONPATH=str(REPO))
@@ -188,8 +207,11 @@ class Cluster:
         return json.loads(self.key("-L", "--out", "json").stdout)
 
     def accept_all(self, expected: list[str], timeout: float = 20) -> None:
-        wait_for(lambda: set(expected) <= set(self.keys()["minions_pre"]) | set(self.keys()["minions"]), timeout,
-                 what=f"pending keys of {expected}")
+        def known() -> bool:
+            keys = self.keys()
+            return set(expected) <= set(keys["minions_pre"]) | set(keys["minions"])
+
+        wait_for(known, timeout, what=f"pending keys of {expected}")
         self.key("-A", "-y")
 
     def run(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
@@ -202,11 +224,21 @@ class Cluster:
         return json.loads(proc.stdout[start:]) if start >= 0 else {}
 
     def wait_ping(self, ids: list[str], timeout: float = 30) -> None:
+        """Wait until every minion in ``ids`` answers test.ping (first until their heartbeats
+        make them present, so that a ping is not wasted on a minion still authenticating)."""
+        deadline = time.monotonic() + timeout
+
+        def present() -> bool:
+            proc = self.saltpan("minions", "-c", str(self.master_conf), "--status", "--out", "json")
+            return proc.returncode == 0 and set(ids) <= set(json.loads(proc.stdout)["up"])
+
+        wait_for(present, timeout, interval=0.2, what=f"heartbeats from {ids}")
+
         def ok() -> bool:
-            data = self.run_json("-L", ",".join(ids), "test.ping", "--timeout", "2")
+            data = self.run_json("-L", ",".join(ids), "test.ping", "--timeout", "2", "--gather-job-timeout", "1")
             return all(data.get(m) is True for m in ids)
 
-        wait_for(ok, timeout, interval=0.3, what=f"test.ping from {ids}")
+        wait_for(ok, max(5.0, deadline - time.monotonic()), interval=0.1, what=f"test.ping from {ids}")
 
     def opts(self) -> dict[str, Any]:
         from runtime import config

@@ -90,9 +90,9 @@ def test_deleted_key_cuts_the_minion_off(sessions_cluster: Cluster) -> None:
         time.sleep(0.5)
         published = cl.run("*", "test.ping", "--async")
         jid = published.stdout.strip().rsplit(" ", 1)[-1]
-        wait_for(lambda: f"running job {jid}" in cl.minions["s1"].log(), 10, what="s1 running the later job")
+        wait_for(lambda: f"with jid {jid}" in cl.minions["s1"].log(), 10, what="s1 running the later job")
         time.sleep(1.0)
-        assert f"running job {jid}" not in cl.minions["s3"].log()
+        assert f"with jid {jid}" not in cl.minions["s3"].log()
         data = cl.run_json("*", "test.ping", "--timeout", "3")
         assert set(data) == {"s1", "s2"}
         captured = []
