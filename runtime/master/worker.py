@@ -46,6 +46,7 @@ log = logging.getLogger("saltpan.master.worker")
 WORKERS_IPC = "workers.ipc"
 PUBLISH_PULL = "publish_pull.ipc"
 MAX_EVENTS_PER_REQUEST = 100
+PILLAR_OVERRIDES = ("pillar_override", "ext", "extra_minion_data")   # never honoured from a minion
 
 
 class Refused(Exception):
@@ -161,8 +162,8 @@ class Worker:
         elif named != minion_id:
             # Salt refuses a load whose id is not the authenticated one ("Request id mismatch"): a
             # minion asking in another's name gets an error, never the other's data.
-            self.refusals.warning(f"aes:{cmd}:id_mismatch", "refused %s from minion %s naming id %r", cmd, minion_id,
-                                  str(named)[:64])
+            self.refusals.warning(f"aes:{cmd}:id_mismatch", "refused %s from minion %s (id_mismatch): naming id %r",
+                                  cmd, minion_id, str(named)[:64])
             reply = codec.error_load("id_mismatch", "the request names another minion id than its session's")
         else:
             try:
@@ -342,6 +343,10 @@ class Worker:
     def pillar(self, minion_id: str, load: dict) -> dict:
         from runtime.master import pillar_service
 
+        ignored = sorted(field for field in PILLAR_OVERRIDES if field in load)
+        if ignored:  # Salt's _pillar load could carry these to ext_pillar; here they are dropped (class 11)
+            self.refusals.warning("aes:_pillar:override", "ignored %s in _pillar from minion %s (override): a minion "
+                                  "cannot change what its pillar is compiled from", ", ".join(ignored), minion_id)
         grains = load.get("grains")
         if isinstance(grains, dict):
             self.grains(minion_id, load)
