@@ -28,6 +28,12 @@ MODES = {
 }
 
 
+def restart_writes(lab: Lab) -> list[str]:
+    """What restarting the victim legitimately writes: its pid file, and its grains in the
+    master's data cache when it registers again."""
+    return [*data_cache_writes(lab), f"{VICTIM}/var/run/*.pid", f"{VICTIM}/var/run"]
+
+
 def victim_log(lab: Lab) -> Path:
     return lab.cl.minions[VICTIM].log_path
 
@@ -50,7 +56,7 @@ def back_to_relay(lab: Lab, atk: Attack) -> None:
 def test_forged_auth_replies(lab: Lab, mode: str) -> None:
     trust = Path(minion_opts(lab, VICTIM)["pki_dir"]) / "minion_master.pub"
     trusted = trust.read_bytes()
-    with lab_attack(lab, logs=[(VICTIM, MODES[mode])], allowed_writes=data_cache_writes(lab)) as atk:
+    with lab_attack(lab, logs=[(VICTIM, MODES[mode])], allowed_writes=restart_writes(lab)) as atk:
         lab.fake.set_mode(mode)
         hellos = lab.fake.hellos
         sessions = authenticated_lines(lab)

@@ -45,7 +45,9 @@ def test_gadgets_in_pillar_templates_render_nothing(lab: Lab) -> None:
 def test_pillar_overrides_never_reach_ext_pillar(lab: Lab) -> None:
     """What Salt's _pillar load carried to ext_pillar and overrides: ignored (the canaries of
     every minion's ext_pillar and pillar are checked by the guard)."""
-    with lab_attack(lab, allowed_writes=data_cache_writes(lab)) as atk:
+    with lab_attack(lab, allowed_writes=data_cache_writes(lab),
+                    logs=[("master", r"ignored ext, pillar_override in _pillar from minion rogue01 \(override\)")]) \
+            as atk:
         for payload in (
             {"cmd": "_pillar", "pillar_override": {"secret": "mine"}, "ext": {"file_tree": {"root_dir": "/"}}},
             {"cmd": "_pillar", "extra_minion_data": {"id": "web01"}, "pillarenv": "base", "saltenv": "base"},
