@@ -3,6 +3,7 @@ and a throwaway local user for publisher_acl (created when the suite runs as roo
 
 from __future__ import annotations
 
+import atexit
 import os
 import secrets
 import shutil
@@ -22,10 +23,15 @@ def acl_user() -> Iterator[str | None]:
     name = f"spsec{secrets.token_hex(3)}"
     subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", name], check=True,
                    capture_output=True)
+
+    def remove() -> None:
+        subprocess.run(["userdel", name], capture_output=True)
+
+    atexit.register(remove)   # also when the session is interrupted
     try:
         yield name
     finally:
-        subprocess.run(["userdel", name], capture_output=True)
+        remove()
 
 
 @pytest.fixture(scope="session")
