@@ -34,6 +34,7 @@ from runtime.master.keys import FileKeyStore  # noqa: E402
 from runtime.master.sessions import SQLiteSessionStore  # noqa: E402
 from runtime.transport import (  # noqa: E402
     RequestProxy,
+    WorkerSocket,
     bind,
     ipc_address,
     make_socket,
@@ -92,8 +93,7 @@ def run_worker(root: str, workers_addr: str, stop_path: str) -> None:
     store = SQLiteSessionStore(os.path.join(root, "sock", "sessions.sqlite"))
     service = AuthService(master, keys, store, AuthSettings())
     ctx = zmq.Context()
-    sock = make_socket(ctx, zmq.REP)
-    sock.connect(workers_addr)
+    sock = WorkerSocket(ctx, workers_addr)
     while not os.path.exists(stop_path):
         request = recv_request(sock, 200)
         if request is None:
@@ -103,8 +103,8 @@ def run_worker(root: str, workers_addr: str, stop_path: str) -> None:
             reply = service.handle(env.load).reply
         except codec.DecodeError as exc:
             reply = codec.error_load(exc.reason, str(exc))
-        send_reply(sock, request.rid, codec.pack_envelope("clear", reply))
-    sock.close(linger=0)
+        send_reply(sock, request, codec.pack_envelope("clear", reply))
+    sock.close()
     ctx.destroy(linger=0)
 
 
@@ -113,7 +113,7 @@ def run_proxy(root: str, port_pipe, stop_path: str) -> None:
     ctx.set(zmq.MAX_SOCKETS, 4096)
     frontend = make_socket(ctx, zmq.ROUTER)
     endpoint = bind(frontend, tcp_address("127.0.0.1", 0))
-    backend = make_socket(ctx, zmq.DEALER)
+    backend = make_socket(ctx, zmq.ROUTER)
     bind(backend, ipc_address(os.path.join(root, "sock"), "workers.ipc"))
     port_pipe.send(endpoint)
     stop = threading.Event()

@@ -134,7 +134,7 @@ class LocalRoots:
                 return cached[2]
             real = os.path.realpath(path)
             if not (real == real_root or real.startswith(real_root.rstrip("/") + "/")):
-                raise CompileError(ACCESS_DENIED, f"{path} resolves outside the roots ({real})")
+                raise CompileError(ACCESS_DENIED, f"{path} resolves outside the roots")
             with open(path, encoding="utf-8", errors="replace") as fh:
                 text = fh.read()
             found = SourceFile(saltenv, rel, path, text)
@@ -152,7 +152,7 @@ class LocalRoots:
                 continue
             real = os.path.realpath(path)
             if not (real == real_root or real.startswith(real_root.rstrip("/") + "/")):
-                raise CompileError(ACCESS_DENIED, f"{path} resolves outside the roots ({real})")
+                raise CompileError(ACCESS_DENIED, f"{path} resolves outside the roots")
             return path
         return None
 

@@ -166,10 +166,20 @@ class ParseCache:
         return data, lines
 
 
+_UNKNOWN_TAG = re.compile(r"could not determine a constructor for the tag '(?:tag:yaml\.org,2002:)?([^']*)'")
+
+
 def yaml_error(exc: yaml.YAMLError, display: str) -> CompileError:
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
     line = mark.line + 1 if mark is not None else None
     problem = getattr(exc, "problem", None) or str(exc)
+    tag = _UNKNOWN_TAG.search(str(problem))
+    if tag:  # !!python/object/apply:os.system and friends: safe loading only, said plainly
+        name = tag.group(1)
+        shown = f"!!{name}" if not name.startswith("!") else name
+        return CompileError(RENDER_ERROR, f"YAML tag {shown!r} is not allowed: sls data is loaded as plain data "
+                                          "only (maps, lists, strings, numbers, booleans), never as Python objects",
+                            display, line)
     context = getattr(exc, "context", None)
     detail = f"{context}: {problem}" if context else str(problem)
     kind = RENDER_ERROR

@@ -165,6 +165,31 @@ def unpack_envelope(data: bytes, limits: Limits = DEFAULT_LIMITS) -> Envelope:
 _AES_PREFIX = pack({"enc": ENC_AES, "load": None})[:9]  # fixmap(2) "enc" "aes"
 
 
+_CLEAR_LOAD_PREFIX = pack({"enc": ENC_CLEAR, "load": None})[:-1]    # fixmap(2) "enc" "clear" "load"
+_CMD_KEY = pack("cmd")
+
+
+def clear_command(data: bytes) -> str | None:
+    """The ``cmd`` of a clear envelope packed the way saltpan's own clients pack it (``cmd`` the
+    first key of the load), read from the first bytes without decoding; None otherwise.  Only
+    for scheduling priority: the worker decodes and checks everything again."""
+    if not data.startswith(_CLEAR_LOAD_PREFIX):
+        return None
+    rest = data[len(_CLEAR_LOAD_PREFIX):len(_CLEAR_LOAD_PREFIX) + 1 + len(_CMD_KEY) + 33]
+    if len(rest) < 2 or not 0x80 <= rest[0] <= 0x8F or not rest[1:].startswith(_CMD_KEY):
+        return None
+    value = rest[1 + len(_CMD_KEY):]
+    if not value or not 0xA0 <= value[0] <= 0xBF:   # fixstr, at most 31 bytes
+        return None
+    size = value[0] - 0xA0
+    if len(value) < 1 + size:
+        return None
+    try:
+        return value[1:1 + size].decode("ascii")
+    except UnicodeDecodeError:
+        return None
+
+
 def envelope_kind(data: bytes) -> str:
     """Cheap classification without decoding: ``"aes"`` if ``data`` starts like an aes envelope
     packed by :func:`pack_envelope`, else ``"clear"`` (anything unknown counts as clear, so rate

@@ -134,7 +134,14 @@ OPTIONS: dict[str, Option] = {
     "presence_events": Option(True, "bool", "master", "Fire salt/presence events."),
     "max_pending_keys": Option(1000, "int", "master", "Largest number of pending keys (key-store flooding)."),
     "clear_rate_per_peer": Option(200.0, "num", "master", "Clear requests (auth, publish) a second per peer IP."),
-    "clear_rate_global": Option(2000.0, "num", "master", "Clear requests a second for all peers together."),
+    "clear_rate_global": Option(2000.0, "num", "master",
+                                "Clear requests a second for all peers together (hellos and other clear "
+                                "requests; local clients' publish/job_returns are not charged to it)."),
+    "clear_burst_per_peer": Option(400.0, "num", "master", "Burst allowed above clear_rate_per_peer."),
+    "clear_burst_global": Option(4000.0, "num", "master", "Burst allowed above clear_rate_global."),
+    "refusal_log_interval": Option(60.0, "num", "both",
+                                   "Seconds between two log lines for the same kind of refused request (per "
+                                   "process; the next line counts the ones suppressed)."),
     "gather_job_timeout": Option(3.0, "num", "master",
                                  "Seconds `saltpan run` waits for minions to say whether they still run a job once "
                                  "its timeout has passed (Salt's default is 10)."),

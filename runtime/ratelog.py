@@ -37,6 +37,9 @@ class RateLimitedLog:
             msg = f"{msg} ({suppressed} similar suppressed)"
         self.logger.log(level, msg, *args)
 
+    def error(self, key: str, msg: str, *args: Any) -> None:
+        self._log(logging.ERROR, key, msg, *args)
+
     def warning(self, key: str, msg: str, *args: Any) -> None:
         self._log(logging.WARNING, key, msg, *args)
 

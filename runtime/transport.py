@@ -24,9 +24,9 @@ import os
 import stat
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import zmq
@@ -266,18 +266,44 @@ class TokenBucketLimiter:
         return len(self._buckets)
 
 
+# Request classes, in the order the proxy serves them (see RequestProxy).
+CLASS_AES = "aes"          # sealed requests of minions with a session (heartbeats, returns, pillar, files)
+CLASS_CLIENT = "client"    # publish / job_returns of local users proving their client key (cheap HMAC)
+CLASS_AUTH = "auth"        # hellos (an Ed25519 verify and a key-store decision each) and anything else clear
+REQUEST_CLASSES = (CLASS_AES, CLASS_CLIENT, CLASS_AUTH)
+CLIENT_COMMANDS = ("publish", "job_returns")
+
+
+def request_class(body: bytes) -> str:
+    """Which queue a request body goes to, from its first bytes (no decoding)."""
+    if codec.envelope_kind(body) == codec.ENC_AES:
+        return CLASS_AES
+    if codec.clear_command(body) in CLIENT_COMMANDS:
+        return CLASS_CLIENT
+    return CLASS_AUTH
+
+
 class ClearRateLimit:
     """Admission policy for :class:`RequestProxy`: clear envelopes (``_auth``, ``publish``,
     anything not shaped like an aes envelope) are charged to a per-peer bucket and, if set, a
-    global one; aes envelopes pass (they cost the master one AEAD check before being refused)."""
+    global one; aes envelopes pass (they cost the master one AEAD check before being refused).
 
-    def __init__(self, per_peer: TokenBucketLimiter, global_bucket: TokenBucketLimiter | None = None) -> None:
+    With ``client_per_peer``, local users' ``publish``/``job_returns`` requests are charged to
+    that per-peer bucket only: a flood of hellos from many addresses, which empties the global
+    bucket, then cannot refuse an operator's job."""
+
+    def __init__(self, per_peer: TokenBucketLimiter, global_bucket: TokenBucketLimiter | None = None,
+                 client_per_peer: TokenBucketLimiter | None = None) -> None:
         self.per_peer = per_peer
         self.global_bucket = global_bucket
+        self.client_per_peer = client_per_peer
 
-    def __call__(self, peer: str, body: bytes) -> str | None:
-        if codec.envelope_kind(body) == codec.ENC_AES:
+    def __call__(self, peer: str, body: bytes, kind: str | None = None) -> str | None:
+        kind = kind or request_class(body)
+        if kind == CLASS_AES:
             return None
+        if kind == CLASS_CLIENT and self.client_per_peer is not None:
+            return None if self.client_per_peer.allow(peer) else "rate_limited"
         if not self.per_peer.allow(peer):
             return "rate_limited"
         if self.global_bucket is not None and not self.global_bucket.allow(""):
@@ -293,60 +319,175 @@ class ProxyStats:
     replies: int = 0
     malformed: int = 0
     refused: int = 0        # answered by the admit policy
-    dropped_busy: int = 0   # no worker could take it
+    dropped_busy: int = 0   # its class queue was full: answered "busy"
+    expired: int = 0        # waited longer than the client would (dropped unanswered)
+    workers_lost: int = 0   # a worker vanished while the proxy was sending to it
+
+
+@dataclass(frozen=True)
+class QueueLimits:
+    """Per-class bounds of the proxy's queues: how many requests may wait, and for how long
+    (a request older than that has been given up by its client, whose retry is already queued)."""
+
+    max_waiting: dict[str, int] = field(default_factory=lambda: {CLASS_AES: 2000, CLASS_CLIENT: 500,
+                                                                CLASS_AUTH: 500})
+    max_wait_s: dict[str, float] = field(default_factory=lambda: {CLASS_AES: 10.0, CLASS_CLIENT: 10.0,
+                                                                 CLASS_AUTH: 5.0})
+    # which class to prefer at each dispatch, in a cycle: the others are served when it is empty,
+    # so no class ever starves (hellos still get 1 worker slot in 8 under a flood of sealed requests)
+    schedule: tuple[str, ...] = (CLASS_AES, CLASS_AES, CLASS_CLIENT, CLASS_AES, CLASS_AES, CLASS_AES, CLASS_CLIENT,
+                                 CLASS_AUTH)
+
+
+READY = b"READY"
+WORKER_IDLE_ANNOUNCE_S = 1.0
 
 
 class RequestProxy:
-    """ROUTER (clients, tcp ret_port) <-> DEALER (REP workers, workers.ipc), in Python so each
-    request is checked before a worker sees it: frame shape (else dropped), the ``admit`` policy
-    (a refusal is answered here with a clear error load), and the client's IP handed to the
-    worker.  Replies are passed back unchanged.  :meth:`run` returns when ``stop`` is set.
+    """ROUTER (clients, tcp ret_port) <-> ROUTER (workers, workers.ipc), in Python so each
+    request is checked before a worker sees it and so that legit traffic is served first.
+
+    * Frame shape: anything but ``[identity, b"", rid(8), body]`` is dropped (counted, logged
+      once per interval).
+    * Admission (``admit``, e.g. :class:`ClearRateLimit`): a refusal is answered here with a
+      clear error load; the workers never see it.
+    * Scheduling: admitted requests wait in one bounded queue per class (:func:`request_class`:
+      sealed minion requests, local clients' requests, hellos and anything else); a full queue
+      answers ``busy`` at once.  Workers (DEALER, :func:`make_worker_socket`) take one request
+      at a time, announcing ``READY`` when idle, so no backlog ever builds up inside a worker:
+      each free worker gets the next request of the class the schedule prefers, so a flood of
+      hellos, which each cost an Ed25519 verification, cannot delay heartbeats, returns or
+      jobs by more than the one request a worker is busy with.
+    * Requests older than their class's ``max_wait_s`` are dropped unanswered (the client
+      already retried).  Replies are passed back unchanged.
+
+    Frames: proxy -> worker ``[worker, b"", client, peer, rid, body]``; worker -> proxy
+    ``[worker, b"", client, rid, reply]`` or ``[worker, b"", READY]``.
+    :meth:`run` returns when ``stop`` is set.
     """
 
     def __init__(self, frontend: zmq.Socket, backend: zmq.Socket, *,
-                 admit: Callable[[str, bytes], str | None] | None = None) -> None:
+                 admit: Callable[[str, bytes], str | None] | None = None, limits: QueueLimits | None = None,
+                 log: Any = None, clock: Callable[[], float] = time.monotonic) -> None:
         self.frontend = frontend
         self.backend = backend
         self.admit = admit
+        self.limits = limits or QueueLimits()
+        self.log = log            # a RateLimitedLog (or None)
+        self.clock = clock
         self.stats = ProxyStats()
+        self.queues: dict[str, deque[tuple[float, bytes, bytes, bytes, zmq.Frame]]] = {
+            kind: deque() for kind in REQUEST_CLASSES}
+        self.ready: OrderedDict[bytes, None] = OrderedDict()    # idle workers, longest idle first
+        self.busy: dict[bytes, float] = {}                      # worker -> when it was given a request
+        self._turn = 0
+        self._replies: dict[str, bytes] = {}
+        backend.setsockopt(zmq.ROUTER_MANDATORY, 1)
+
+    def _note(self, key: str, msg: str, *args: Any) -> None:
+        if self.log is not None:
+            self.log.warning(key, msg, *args)
+
+    def _answer(self, ident: Any, rid: Any, reason: str) -> None:
+        reply = self._replies.get(reason)
+        if reply is None:  # packed once per reason: refusing must cost as little as possible
+            reply = self._replies[reason] = codec.pack_envelope(
+                codec.ENC_CLEAR, codec.error_load(reason, f"request refused: {reason}"))
+        try:
+            self.frontend.send_multipart([ident, b"", rid, reply], zmq.NOBLOCK, copy=False)
+        except zmq.ZMQError:
+            pass
 
     def _from_client(self) -> None:
         frames = recv_frames(self.frontend)
         if frames is None or len(frames) != 4 or frames[1].bytes != b"" or len(frames[2].bytes) != RID_SIZE:
             self.stats.malformed += 1
+            self._note("proxy:malformed", "dropped a malformed request (%s frames; need 4 with an 8-byte id)",
+                       "over 8" if frames is None else len(frames))
             return
         ident, _, rid, body = frames
         try:
             peer = body.get("Peer-Address") or "unknown"
         except (zmq.ZMQError, AttributeError):
             peer = "unknown"
+        head = bytes(body.buffer[:64])           # all that classification and admission look at
+        kind = request_class(head)
         if self.admit is not None:
-            refusal = self.admit(peer, body.buffer)
+            refusal = self.admit(peer, head)
             if refusal is not None:
                 self.stats.refused += 1
-                reply = codec.pack_envelope(codec.ENC_CLEAR, codec.error_load(refusal, f"request refused: {refusal}"))
-                try:
-                    self.frontend.send_multipart([ident, b"", rid, reply], zmq.NOBLOCK, copy=False)
-                except zmq.ZMQError:
-                    pass
+                self._note(f"proxy:{refusal}:{kind}", "refused %s request from %s (%s)", kind, peer, refusal)
+                self._answer(ident, rid, refusal)
                 return
-        self.stats.forwarded += 1
-        try:
-            self.backend.send_multipart([ident, b"", peer.encode(), rid, body], zmq.NOBLOCK, copy=False)
-        except zmq.Again:  # every worker queue is full: drop, the client retries
-            self.stats.forwarded -= 1
+        queue = self.queues[kind]
+        if len(queue) >= self.limits.max_waiting[kind]:
             self.stats.dropped_busy += 1
+            self._note(f"proxy:busy:{kind}", "refused %s request from %s (busy): %d waiting", kind, peer, len(queue))
+            self._answer(ident, rid, "busy")
+            return
+        queue.append((self.clock(), ident.bytes, peer.encode(), rid.bytes, body))
 
     def _from_worker(self) -> None:
         frames = recv_frames(self.backend)
-        if frames is None or len(frames) != 4 or frames[1].bytes != b"":
+        if frames is None or len(frames) < 3 or frames[1].bytes != b"":
             self.stats.malformed += 1
             return
+        worker = frames[0].bytes
+        if len(frames) == 3 and frames[2].bytes == READY:
+            if worker not in self.busy:        # an idle announcement racing a dispatch is ignored
+                self.ready[worker] = None
+            return
+        if len(frames) != 5:
+            self.stats.malformed += 1
+            return
+        self.busy.pop(worker, None)
+        self.ready[worker] = None
         self.stats.replies += 1
+        _, _, client, rid, reply = frames
         try:
-            self.frontend.send_multipart(frames, zmq.NOBLOCK, copy=False)
+            self.frontend.send_multipart([client, b"", rid, reply], zmq.NOBLOCK, copy=False)
         except zmq.ZMQError:
             pass  # client gone or its queue full: ROUTER drops
+
+    def _next_request(self) -> tuple[bytes, bytes, bytes, zmq.Frame] | None:
+        order = self.limits.schedule
+        preferred = order[self._turn % len(order)]
+        self._turn += 1
+        now = self.clock()
+        for kind in (preferred, *REQUEST_CLASSES):
+            queue = self.queues[kind]
+            while queue:
+                queued, client, peer, rid, body = queue.popleft()
+                if now - queued <= self.limits.max_wait_s[kind]:
+                    return client, peer, rid, body
+                self.stats.expired += 1
+                self._note(f"proxy:expired:{kind}", "dropped %s requests that waited over %.0f s", kind,
+                           self.limits.max_wait_s[kind])
+        return None
+
+    def _dispatch(self) -> None:
+        while self.ready:
+            request = self._next_request()
+            if request is None:
+                return
+            worker, _ = self.ready.popitem(last=False)
+            client, peer, rid, body = request
+            try:
+                self.backend.send_multipart([worker, b"", client, peer, rid, body], zmq.NOBLOCK, copy=False)
+            except zmq.ZMQError:   # the worker is gone (restarted): forget it, retry with another
+                self.stats.workers_lost += 1
+                self.queues[request_class(bytes(body.buffer[:64]))].appendleft((self.clock(), client, peer, rid, body))
+                continue
+            self.busy[worker] = self.clock()
+            self.stats.forwarded += 1
+        # forget workers that never answered for a long time (died mid-request)
+        if len(self.busy) > 256:
+            cutoff = self.clock() - 600
+            for worker in [w for w, since in self.busy.items() if since < cutoff]:
+                del self.busy[worker]
+
+    def waiting(self) -> dict[str, int]:
+        return {kind: len(queue) for kind, queue in self.queues.items()}
 
     def run(self, stop: threading.Event, poll_ms: int = 100) -> None:
         poller = zmq.Poller()
@@ -355,15 +496,16 @@ class RequestProxy:
         while not stop.is_set():
             events = dict(poller.poll(poll_ms))
             if self.backend in events:
-                for _ in range(100):
+                for _ in range(200):
                     if not self.backend.poll(0, zmq.POLLIN):
                         break
                     self._from_worker()
             if self.frontend in events:
-                for _ in range(100):
+                for _ in range(200):
                     if not self.frontend.poll(0, zmq.POLLIN):
                         break
                     self._from_client()
+            self._dispatch()
 
 
 @dataclass(frozen=True)
@@ -371,21 +513,54 @@ class WorkerRequest:
     peer: str
     rid: bytes
     body: bytes
+    client: bytes = b""     # the requester's route through the proxy (empty: malformed)
 
 
-def recv_request(sock: zmq.Socket, timeout_ms: int) -> WorkerRequest | None:
-    """A worker's (REP) next request, or None on timeout.  A malformed one comes back with
-    ``rid == b""``; answer every request (REP must) with :func:`send_reply`."""
-    if not sock.poll(timeout_ms, zmq.POLLIN):
-        return None
-    frames = recv_frames(sock)
-    if frames is None or len(frames) != 3:
-        return WorkerRequest("unknown", b"", b"")
-    return WorkerRequest(frames[0].bytes.decode("ascii", "replace"), frames[1].bytes, frames[2].bytes)
+class WorkerSocket:
+    """A worker's end of the proxy: a DEALER that takes one request at a time and announces
+    itself ``READY`` when it starts and, while idle, now and then (so a restarted proxy learns
+    about it)."""
+
+    def __init__(self, ctx: zmq.Context, address: str, limits: SocketLimits = DEFAULT_LIMITS) -> None:
+        self.sock = make_socket(ctx, zmq.DEALER, limits)
+        self.sock.connect(address)
+        self._announce()
+
+    def _announce(self) -> None:
+        self.sock.send_multipart([b"", READY])
+        self._idle_since = time.monotonic()
+
+    def recv(self, timeout_ms: int) -> WorkerRequest | None:
+        """The next request, or None on timeout.  A malformed one comes back with ``rid == b""``;
+        answer every request with :meth:`reply`."""
+        if not self.sock.poll(timeout_ms, zmq.POLLIN):
+            if time.monotonic() - self._idle_since >= WORKER_IDLE_ANNOUNCE_S:
+                self._announce()
+            return None
+        frames = recv_frames(self.sock)
+        if frames is None or len(frames) != 5 or frames[0].bytes != b"":
+            return WorkerRequest("unknown", b"", b"")
+        return WorkerRequest(frames[2].bytes.decode("ascii", "replace"), frames[3].bytes, frames[4].bytes,
+                             frames[1].bytes)
+
+    def reply(self, request: WorkerRequest, body: bytes) -> None:
+        """Answer ``request`` (a malformed one, which cannot be routed, only frees the worker)."""
+        if request.client and request.rid:
+            self.sock.send_multipart([b"", request.client, request.rid, body], copy=False)
+            self._idle_since = time.monotonic()
+        else:
+            self._announce()
+
+    def close(self) -> None:
+        self.sock.close(linger=0)
 
 
-def send_reply(sock: zmq.Socket, rid: bytes, body: bytes) -> None:
-    sock.send_multipart([rid, body], copy=False)
+def recv_request(worker: WorkerSocket, timeout_ms: int) -> WorkerRequest | None:
+    return worker.recv(timeout_ms)
+
+
+def send_reply(worker: WorkerSocket, request: WorkerRequest, body: bytes) -> None:
+    worker.reply(request, body)
 
 
 # ------------------------------------------------------------------ publish / subscribe

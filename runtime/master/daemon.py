@@ -2,8 +2,9 @@
 
 * Publisher: PULL publish_pull.ipc -> PUB tcp publish_port
 * EventPublisher: PULL master_event_pull.ipc -> PUB master_event_pub.ipc
-* ReqServer: ROUTER tcp ret_port <-> DEALER workers.ipc (checked by RequestProxy)
-* MWorkers (worker_threads): REP on workers.ipc (runtime.master.worker)
+* ReqServer: ROUTER tcp ret_port <-> ROUTER workers.ipc (RequestProxy: checks, rate limits,
+  per-class queues served in priority order)
+* MWorkers (worker_threads): one request at a time from workers.ipc (runtime.master.worker)
 * Maintenance: presence events, publish key rotation, job cache pruning
 
 Each child is restarted when it dies.  SIGTERM stops them all and removes the
@@ -32,6 +33,7 @@ from runtime.log_setup import setup_daemon
 from runtime.master import worker as worker_mod
 from runtime.master.sessions import SQLiteSessionStore
 from runtime.private_files import ensure_private_dir
+from runtime.ratelog import RateLimitedLog
 
 log = logging.getLogger("saltpan.master")
 
@@ -113,13 +115,17 @@ def req_server_main(opts: dict[str, Any]) -> None:
     limits = transport.SocketLimits(max_message_size=int(opts.get("max_message_size", 16 * 1024 * 1024)))
     front = transport.make_socket(ctx, zmq.ROUTER, limits)
     transport.bind(front, transport.tcp_address(opts["interface"], int(opts["ret_port"])))
-    back = transport.make_socket(ctx, zmq.DEALER, limits)
+    back = transport.make_socket(ctx, zmq.ROUTER, limits)
     transport.bind(back, transport.ipc_address(opts["sock_dir"], worker_mod.WORKERS_IPC))
-    per_peer = transport.TokenBucketLimiter(rate=float(opts.get("clear_rate_per_peer", 200.0)),
-                                            burst=float(opts.get("clear_burst_per_peer", 400.0)))
+    per_peer_rate = float(opts.get("clear_rate_per_peer", 200.0))
+    per_peer_burst = float(opts.get("clear_burst_per_peer", 400.0))
+    per_peer = transport.TokenBucketLimiter(rate=per_peer_rate, burst=per_peer_burst)
+    client_per_peer = transport.TokenBucketLimiter(rate=per_peer_rate, burst=per_peer_burst)
     global_bucket = transport.TokenBucketLimiter(rate=float(opts.get("clear_rate_global", 2000.0)),
                                                  burst=float(opts.get("clear_burst_global", 4000.0)))
-    proxy = transport.RequestProxy(front, back, admit=transport.ClearRateLimit(per_peer, global_bucket))
+    refusals = RateLimitedLog(log, float(opts.get("refusal_log_interval", 60.0)))
+    proxy = transport.RequestProxy(front, back, log=refusals,
+                                   admit=transport.ClearRateLimit(per_peer, global_bucket, client_per_peer))
     try:
         proxy.run(stop)
     finally:

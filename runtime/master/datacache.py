@@ -13,6 +13,8 @@ import sqlite3
 import time
 from typing import Any, Protocol
 
+from runtime.master import jsonsafe
+
 
 class DataCache(Protocol):
     def store(self, minion: str, bank: str, data: Any) -> None: ...
@@ -40,7 +42,7 @@ class SQLiteDataCache:
 
     def store(self, minion: str, bank: str, data: Any) -> None:
         self._db.execute("INSERT OR REPLACE INTO data VALUES (?, ?, ?, ?)",
-                         (minion, bank, json.dumps(data, default=str), time.time()))
+                         (minion, bank, jsonsafe.dumps(data), time.time()))
 
     def fetch(self, minion: str, bank: str) -> Any:
         row = self._db.execute("SELECT value FROM data WHERE minion=? AND bank=?", (minion, bank)).fetchone()

@@ -30,10 +30,10 @@ class FileServerError(Exception):
 
 
 class FileServer:
-    def __init__(self, file_roots: dict[str, list[str]]):
+    def __init__(self, file_roots: dict[str, list[str]], refusal_log_interval: float = 60.0):
         self.roots = LocalRoots(file_roots)
         self._hashes: dict[str, tuple[int, int, str]] = {}
-        self.refusals = RateLimitedLog(log)
+        self.refusals = RateLimitedLog(log, refusal_log_interval)
 
     def envs(self) -> list[str]:
         return self.roots.saltenvs()
@@ -58,7 +58,8 @@ class FileServer:
             found = self.roots._locate(env, rel)
         except CompileError as exc:
             # The detail (the master's own paths) goes to the master's log, not to the minion.
-            self.refusals.warning(f"path:{env}:{exc.message[:80]}", "file server: refused %r in saltenv %s: %s",
+            # one line per saltenv and interval: a peer sending many distinct paths cannot flood the log
+            self.refusals.warning(f"path:{env}", "file server: refused %r in saltenv %s: %s",
                                   path[:200], env, exc.message)
             raise FileServerError("access_denied", f"path {path[:200]!r} is refused: not inside file_roots of "
                                                    f"saltenv {env!r}") from None
@@ -99,9 +100,9 @@ class FileServer:
         _env, rel, full = self._path(path, saltenv)
         if not full:
             return {}
-        if not isinstance(loc, int) or isinstance(loc, bool) or loc < 0:
-            raise FileServerError("bad_path", "loc must be a non-negative integer")
         st = os.stat(full)
+        if not isinstance(loc, int) or isinstance(loc, bool) or not 0 <= loc <= st.st_size:
+            raise FileServerError("bad_path", "loc must be an offset within the file")
         with open(full, "rb") as fh:
             fh.seek(loc)
             data = fh.read(CHUNK)

@@ -14,6 +14,8 @@ import time
 from collections.abc import Iterable
 from typing import Any, Protocol
 
+from runtime.master import jsonsafe
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
     jid TEXT PRIMARY KEY,
@@ -73,14 +75,14 @@ class SQLiteJobCache:
     def add_job(self, jid: str, fun: str, arg: list, tgt: Any, tgt_type: str, user: str,
                 minions: Iterable[str]) -> None:
         self._db.execute("INSERT OR REPLACE INTO jobs VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                         (jid, fun, json.dumps(arg, default=str), json.dumps(tgt, default=str), tgt_type, user,
+                         (jid, fun, jsonsafe.dumps(arg), jsonsafe.dumps(tgt), tgt_type, user,
                           json.dumps(sorted(minions)), time.time()))
 
     def add_return(self, jid: str, minion: str, fun: str, ret: Any, success: bool, retcode: int) -> bool:
         """Store a return; False when this minion already returned for this jid (a replay)."""
         try:
             self._db.execute("INSERT INTO returns VALUES (?, ?, ?, ?, ?, ?, ?)",
-                             (jid, minion, fun, json.dumps(ret, default=str), int(bool(success)), int(retcode),
+                             (jid, minion, fun, jsonsafe.dumps(ret), int(bool(success)), int(retcode),
                               time.time()))
         except sqlite3.IntegrityError:
             return False

@@ -8,6 +8,7 @@ from typing import Any
 
 from runtime import pipeline
 from runtime.master.datacache import SQLiteDataCache
+from runtime.ratelog import RateLimitedLog
 
 log = logging.getLogger("saltpan.master.pillar")
 
@@ -19,6 +20,8 @@ class PillarService:
         self.opts = opts
         self.data = data
         self.compiler = pipeline.pillar_compiler(opts)
+        # a minion asking for its pillar again and again must not repeat every error in the log
+        self.errors_log = RateLimitedLog(log, float(opts.get("refusal_log_interval", 60.0)))
 
     def compile(self, minion_id: str, grains: dict[str, Any], saltenv: str | None = None,
                 pillarenv: str | None = None, clean_cache: bool = False) -> dict[str, Any]:
@@ -35,7 +38,8 @@ class PillarService:
         grains["id"] = minion_id
         result = self.compiler.compile(minion_id, grains, pillarenv=pillarenv, saltenv=saltenv)
         for err in result.errors:
-            log.error("pillar for minion %s: %s", minion_id, err)
+            self.errors_log.error(f"{minion_id}:{err.file}:{err.line}:{err.kind}", "pillar for minion %s: %s",
+                                  minion_id, err)
         pillar = result.pillar
         self.data.store(minion_id, "pillar", pillar)
         return pillar

@@ -4,7 +4,7 @@ Dispatch is an explicit allow-list (SECURITY.md class 1):
 
 * clear loads: ``_auth`` (anyone), ``publish`` and ``job_returns`` (a local user proving
   it holds its client key);
-* aes loads (sealed under a minion's session): the commands in ``AES_COMMANDS``, always
+* aes loads (sealed under a minion's session): the commands in ``Worker.AES_COMMANDS``, always
   acting for the minion id bound to the session, never an id named in the load.
 
 Anything else gets a clear error reply; a malformed message never crashes the worker.
@@ -18,7 +18,8 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from types import MappingProxyType
+from typing import Any, ClassVar
 
 import zmq
 
@@ -45,6 +46,7 @@ log = logging.getLogger("saltpan.master.worker")
 WORKERS_IPC = "workers.ipc"
 PUBLISH_PULL = "publish_pull.ipc"
 MAX_EVENTS_PER_REQUEST = 100
+PILLAR_OVERRIDES = ("pillar_override", "ext", "extra_minion_data")   # never honoured from a minion
 
 
 class Refused(Exception):
@@ -56,6 +58,33 @@ class Refused(Exception):
 
 class Worker:
     """State of one MWorker process."""
+
+    # The dispatch allow-lists (SECURITY.md class 1): wire command -> method name.  Nothing else
+    # is ever looked up by name; tests/security/test_allowlist.py fails when a public method is
+    # neither here nor in NON_HANDLERS.
+    CLEAR_COMMANDS: ClassVar[Mapping[str, str]] = MappingProxyType({
+        "_auth": "handle_auth",          # anyone
+        "publish": "publish",            # a local user proving it holds its client key
+        "job_returns": "job_returns",    # idem
+    })
+    AES_COMMANDS: ClassVar[Mapping[str, str]] = MappingProxyType({   # sealed, id from the session
+        "_heartbeat": "heartbeat",
+        "_publish_key": "publish_key",
+        "_return": "job_return",
+        "_pillar": "pillar",
+        "_grains": "grains",
+        "_minion_event": "minion_event",
+        "_file_envs": "file_envs",
+        "_file_list": "file_list",
+        "_dir_list": "dir_list",
+        "_file_find": "file_find",
+        "_file_hash": "file_hash",
+        "_serve_file": "serve_file",
+    })
+    # Public methods that are not request handlers: plumbing and helpers of the handlers.
+    NON_HANDLERS: ClassVar[frozenset[str]] = frozenset({
+        "handle", "handle_clear", "handle_aes", "new_jid", "send_publication", "expected_minions", "files", "close",
+    })
 
     def __init__(self, opts: dict[str, Any], identity: Identity, ctx: zmq.Context):
         self.opts = opts
@@ -72,29 +101,15 @@ class Worker:
         self.events = EventPusher(ctx, self.sock_dir)
         self.publish_sock = transport.make_socket(ctx, zmq.PUSH)
         self.publish_sock.connect(transport.ipc_address(self.sock_dir, PUBLISH_PULL))
-        self.refusals = RateLimitedLog(log)
+        self.refusals = RateLimitedLog(log, float(opts.get("refusal_log_interval", 60.0)))
         self.master_user = _current_user()
         self._pillar = None
         self._files = None
+        # bound handlers, built only from the allow-lists above
         self.aes_handlers: dict[str, Callable[[str, dict], Any]] = {
-            "_heartbeat": self.heartbeat,
-            "_publish_key": self.publish_key,
-            "_return": self.job_return,
-            "_pillar": self.pillar,
-            "_grains": self.grains,
-            "_minion_event": self.minion_event,
-            "_file_envs": self.file_envs,
-            "_file_list": self.file_list,
-            "_dir_list": self.dir_list,
-            "_file_find": self.file_find,
-            "_file_hash": self.file_hash,
-            "_serve_file": self.serve_file,
-        }
+            cmd: getattr(self, name) for cmd, name in self.AES_COMMANDS.items()}
         self.clear_handlers: dict[str, Callable[[str, dict], Any]] = {
-            "_auth": self.handle_auth,
-            "publish": self.publish,
-            "job_returns": self.job_returns,
-        }
+            cmd: getattr(self, name) for cmd, name in self.CLEAR_COMMANDS.items()}
 
     # -- entry point --------------------------------------------------------------
     def handle(self, peer: str, body: bytes) -> bytes:
@@ -111,15 +126,18 @@ class Worker:
         cmd = load.get("cmd")
         handler = self.clear_handlers.get(cmd) if isinstance(cmd, str) else None
         if handler is None:
-            self.refusals.warning("clear:unknown", "refused clear command %r from %s", str(cmd)[:64], peer)
+            self.refusals.warning("clear:unknown", "refused clear command %r from %s (unknown_command)",
+                                  str(cmd)[:64], peer)
             return _clear(codec.error_load("unknown_command", "unknown command"))
         try:
             return _clear(handler(peer, load))
         except Refused as exc:
-            self.refusals.warning(f"clear:{cmd}:{exc.reason}", "refused %s from %s: %s", cmd, peer, exc.message)
+            self.refusals.warning(f"clear:{cmd}:{exc.reason}", "refused %s from %s (%s): %s", cmd, peer, exc.reason,
+                                  exc.message)
             return _clear(codec.error_load(exc.reason, exc.message))
         except (CryptoError, codec.DecodeError) as exc:
-            self.refusals.warning(f"clear:{cmd}:{exc.reason}", "refused %s from %s: %s", cmd, peer, exc)
+            self.refusals.warning(f"clear:{cmd}:{exc.reason}", "refused %s from %s (%s): %s", cmd, peer, exc.reason,
+                                  exc)
             return _clear(codec.error_load(exc.reason, str(exc)))
         except Exception:  # noqa: BLE001 - a bug must not take the worker down
             log.exception("clear command %s from %s failed", cmd, peer)
@@ -129,7 +147,8 @@ class Worker:
         try:
             request = self.channel.open_request(load)
         except (CryptoError, codec.DecodeError) as exc:
-            self.refusals.warning(f"aes:{exc.reason}", "refused sealed request from %s: %s", peer, exc)
+            self.refusals.warning(f"aes:{exc.reason}", "refused sealed request from %s (%s): %s", peer, exc.reason,
+                                  exc)
             return _clear(codec.error_load(exc.reason, str(exc)))
         payload = request.payload
         cmd = payload.get("cmd") if isinstance(payload, dict) else None
@@ -137,20 +156,21 @@ class Worker:
         minion_id = request.minion_id
         named = payload.get("id", minion_id) if isinstance(payload, dict) else minion_id
         if handler is None:
-            self.refusals.warning("aes:unknown", "refused command %r from minion %s", str(cmd)[:64], minion_id)
+            self.refusals.warning("aes:unknown", "refused command %r from minion %s (unknown_command)",
+                                  str(cmd)[:64], minion_id)
             reply: Any = codec.error_load("unknown_command", "unknown command")
         elif named != minion_id:
             # Salt refuses a load whose id is not the authenticated one ("Request id mismatch"): a
             # minion asking in another's name gets an error, never the other's data.
-            self.refusals.warning(f"aes:{cmd}:id_mismatch", "refused %s from minion %s naming id %r", cmd, minion_id,
-                                  str(named)[:64])
+            self.refusals.warning(f"aes:{cmd}:id_mismatch", "refused %s from minion %s (id_mismatch): naming id %r",
+                                  cmd, minion_id, str(named)[:64])
             reply = codec.error_load("id_mismatch", "the request names another minion id than its session's")
         else:
             try:
                 reply = handler(minion_id, payload)
             except (Refused, fileserver.FileServerError) as exc:
-                self.refusals.warning(f"aes:{cmd}:{exc.reason}", "refused %s from minion %s: %s", cmd, minion_id,
-                                      exc.message)
+                self.refusals.warning(f"aes:{cmd}:{exc.reason}", "refused %s from minion %s (%s): %s", cmd,
+                                      minion_id, exc.reason, exc.message)
                 reply = codec.error_load(exc.reason, exc.message)
             except Exception:  # noqa: BLE001
                 log.exception("%s from minion %s failed", cmd, minion_id)
@@ -163,7 +183,10 @@ class Worker:
         if decision.outcome == "accepted":
             log.info(decision.log_line())
         else:
-            self.refusals.info(f"auth:{decision.outcome}:{decision.reason}:{decision.minion_id}", "%s (from %s)",
+            # pending/rejected/denied once per id (bounded by the key store); refusals once per
+            # reason, whatever the id, so a flood of new ids cannot flood the log
+            who = decision.minion_id if decision.outcome in ("pending", "rejected", "denied") else "*"
+            self.refusals.info(f"auth:{decision.outcome}:{decision.reason}:{who}", "%s (from %s)",
                                decision.log_line(), peer)
         event = decision.event()
         if event is not None:
@@ -211,9 +234,15 @@ class Worker:
         jid = self.new_jid(fun, arg, tgt, tgt_type, user, minions)
         payload = {"jid": jid, "fun": fun, "arg": arg, "kwarg": kwarg, "tgt": tgt, "tgt_type": tgt_type,
                    "user": user, "ret": str(job.get("ret") or ""), "timeout": int(job.get("timeout") or 5)}
+        restricted = user != self.master_user
+        if restricted:
+            # Minions match targets with their own data and config (nodegroups, grains, pillar),
+            # which may differ from what the master checked the ACL against: a restricted user's
+            # job may run only on the minions the ACL was checked for, and is sent only to them.
+            payload["acl_minions"] = list(minions)
         self.events.fire(f"salt/job/{jid}/new", {"jid": jid, "tgt": tgt, "tgt_type": tgt_type, "fun": fun,
                                                  "arg": arg, "minions": minions, "user": user})
-        self.send_publication(payload, minions if tgt_type == "list" else None)
+        self.send_publication(payload, minions if tgt_type == "list" or restricted else None)
         log.info("published %s %s to %s (%d minions expected) for %s", jid, fun, tgt, len(minions), user)
         return {"jid": jid, "minions": minions}
 
@@ -314,6 +343,10 @@ class Worker:
     def pillar(self, minion_id: str, load: dict) -> dict:
         from runtime.master import pillar_service
 
+        ignored = sorted(field for field in PILLAR_OVERRIDES if field in load)
+        if ignored:  # Salt's _pillar load could carry these to ext_pillar; here they are dropped (class 11)
+            self.refusals.warning("aes:_pillar:override", "ignored %s in _pillar from minion %s (override): a minion "
+                                  "cannot change what its pillar is compiled from", ", ".join(ignored), minion_id)
         grains = load.get("grains")
         if isinstance(grains, dict):
             self.grains(minion_id, load)
@@ -337,7 +370,7 @@ class Worker:
                 continue
             tag = event["tag"]
             if not tag or len(tag) > 512 or tag.startswith(MASTER_PREFIXES):
-                self.refusals.warning(f"event:{minion_id}", "refused event tag %r from minion %s", tag[:80],
+                self.refusals.warning(f"event:{minion_id}", "refused event tag %r from minion %s (master_tag)", tag[:80],
                                       minion_id)
                 continue
             data = dict(event.get("data") or {})
@@ -349,7 +382,8 @@ class Worker:
     # -- file server --------------------------------------------------------------
     def files(self) -> fileserver.FileServer:
         if self._files is None:
-            self._files = fileserver.FileServer(self.opts.get("file_roots") or {})
+            self._files = fileserver.FileServer(self.opts.get("file_roots") or {},
+                                                float(self.opts.get("refusal_log_interval", 60.0)))
         return self._files
 
     def file_envs(self, minion_id: str, load: dict) -> dict:
@@ -393,26 +427,24 @@ def _current_user() -> str:
 
 
 def run(opts: dict[str, Any], identity: Identity, index: int, stop: threading.Event | None = None) -> None:
-    """MWorker process body: REP on workers.ipc until SIGTERM."""
+    """MWorker process body: one request at a time from the ReqServer (workers.ipc) until SIGTERM."""
     stop = stop or threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     ctx = zmq.Context()
-    sock = transport.make_socket(ctx, zmq.REP)
-    sock.connect(transport.ipc_address(opts["sock_dir"], WORKERS_IPC))
     worker = Worker(opts, identity, ctx)
+    sock = transport.WorkerSocket(ctx, transport.ipc_address(opts["sock_dir"], WORKERS_IPC))
     log.debug("worker %d ready", index)
     try:
         while not stop.is_set():
-            request = transport.recv_request(sock, 200)
+            request = sock.recv(200)
             if request is None:
                 continue
             if not request.rid:
-                transport.send_reply(sock, b"", _clear(codec.error_load("malformed", "malformed request")))
+                sock.reply(request, _clear(codec.error_load("malformed", "malformed request")))
                 continue
-            reply = worker.handle(request.peer, request.body)
-            transport.send_reply(sock, request.rid, reply)
+            sock.reply(request, worker.handle(request.peer, request.body))
     finally:
         worker.close()
-        sock.close(linger=0)
+        sock.close()
         ctx.term()

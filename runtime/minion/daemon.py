@@ -81,7 +81,7 @@ class Minion:
         self.pending_returns: deque[dict[str, Any]] = deque(maxlen=MAX_PENDING_RETURNS)
         self.backoff = Backoff(float(opts.get("recon_default", 1.0)), float(opts.get("recon_max", 10.0)),
                                bool(opts.get("recon_randomize", True)))
-        self.refusals = RateLimitedLog(log)
+        self.refusals = RateLimitedLog(log, float(opts.get("refusal_log_interval", 60.0)))
         self.started = False
         self.abandoned: list[dict[str, Any]] = []
         self.sessions_registered = 0
@@ -118,24 +118,32 @@ class Minion:
                 session = await authenticate(self.ret_address(), self.identity, self.id, self.trust, self.opts,
                                              stop, self.ctx, self.prefix)
             except KeyNotAccepted as exc:
-                log.warning("%s%s", self.prefix, exc)
+                self.refusals.warning(f"auth:{exc}", "%s%s", self.prefix, exc)
                 self.backoff.failed()
                 continue
             except SessionError as exc:
-                if not stop.is_set():
-                    log.warning("%ssession could not start: %s", self.prefix, exc)
+                if not stop.is_set():  # rate-limited: whoever answers our hellos must not flood the log
+                    self.refusals.warning(f"session:{str(exc)[:160]}", "%ssession could not start: %s", self.prefix,
+                                          exc)
                 self.backoff.failed()
                 continue
-            self.backoff.reset()
             self.sessions_registered += 1
+            began = time.monotonic()
             try:
                 await self.run_session(session, stop)
             except SessionError as exc:
                 if not stop.is_set():
-                    log.warning("%ssession closed: %s", self.prefix, exc)
+                    self.refusals.warning(f"closed:{str(exc)[:160]}", "%ssession closed: %s", self.prefix, exc)
+            except Exception:  # noqa: BLE001 - nothing a peer sends may stop the minion
+                log.exception("%ssession failed", self.prefix)
             finally:
                 self.session = None
                 session.close()
+                # Only a session that lasted resets the backoff: one that dies at once (a forged
+                # reply on the path, a master refusing every request) must not turn every minion
+                # into a tight re-authentication loop against the master.
+                if time.monotonic() - began >= max(2.0, 3 * session.heartbeat):
+                    self.backoff.reset()
             if not stop.is_set():
                 self.backoff.failed()
         self.abandoned = self.jobs.running()  # still running as the minion stops
@@ -277,6 +285,13 @@ class Minion:
         asyncio.get_running_loop().create_task(self.run_job(job))
 
     def targeted(self, job: dict[str, Any]) -> bool:
+        allowed = job.get("acl_minions")
+        if allowed is not None and (not isinstance(allowed, list) or self.id not in allowed):
+            # published by a publisher_acl user for other minions only: whatever this minion's own
+            # view of the target, the master did not check the ACL for it
+            self.refusals.warning("pub:acl", "%sjob %s of user %s is not for this minion (publisher_acl)",
+                                  self.prefix, job.get("jid"), job.get("user"))
+            return False
         minion = match.Minion(self.id, self.grains, self.pillar)
         try:
             return match.match_one(str(job.get("tgt_type", "glob")), job.get("tgt", ""), minion,

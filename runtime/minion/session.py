@@ -91,6 +91,10 @@ class Session:
             if exc.reason in ("unknown_session", "revoked", "replayed", "too_old", "stale", "future"):
                 raise SessionError(f"master refused the session: {exc}") from None
             raise
+        except (CryptoError, codec.DecodeError) as exc:
+            # not a reply of our master to this request (forged, spliced, clear): never used; the
+            # session is rebuilt, as after any other failure on the path
+            raise SessionError(f"reply refused: {exc}") from None
         if isinstance(data, dict) and isinstance(data.get("error"), dict):
             raise RemoteRefusal(str(data["error"].get("message")), str(data["error"].get("reason")))
         return data

@@ -1,5 +1,6 @@
-"""The ReqServer proxy with real REP workers: framing, peer address, malformed frames, rate limits,
-and one sealed request delivered to two worker processes at once being processed once."""
+"""The ReqServer proxy with real workers: framing, peer address, malformed frames, rate limits,
+priority of sealed requests over hellos, and one sealed request delivered to two worker
+processes at once being processed once."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from runtime.transport import (
     RequestClient,
     RequestProxy,
     TokenBucketLimiter,
+    WorkerSocket,
     bind,
     ipc_address,
     make_socket,
@@ -30,12 +32,12 @@ from runtime.transport import (
 
 
 class ReqServer:
-    """Frontend ROUTER on 127.0.0.1:free port, backend DEALER on workers.ipc, proxy thread."""
+    """Frontend ROUTER on 127.0.0.1:free port, backend ROUTER on workers.ipc, proxy thread."""
 
     def __init__(self, ctx, sock_dir, admit=None):
         self.frontend = make_socket(ctx, zmq.ROUTER)
         self.endpoint = bind(self.frontend, tcp_address("127.0.0.1", 0))
-        self.backend = make_socket(ctx, zmq.DEALER)
+        self.backend = make_socket(ctx, zmq.ROUTER)
         self.workers = ipc_address(sock_dir, "workers.ipc")
         bind(self.backend, self.workers)
         self.proxy = RequestProxy(self.frontend, self.backend, admit=admit)
@@ -50,25 +52,25 @@ class ReqServer:
         self.backend.close(linger=0)
 
 
-def echo_worker(ctx, address, stop):
-    sock = make_socket(ctx, zmq.REP)
-    sock.connect(address)
+def echo_worker(ctx, address, stop, delay=0.0):
+    sock = WorkerSocket(ctx, address)
     while not stop.is_set():
         request = recv_request(sock, 50)
         if request is None:
             continue
-        send_reply(sock, request.rid, codec.pack_envelope("clear", {"peer": request.peer, "body": request.body}))
-    sock.close(linger=0)
+        time.sleep(delay)
+        send_reply(sock, request, codec.pack_envelope("clear", {"peer": request.peer, "body": request.body}))
+    sock.close()
 
 
 @pytest.fixture
 def reqserver(ctx, tmp_path):
     made = []
 
-    def start(admit=None, workers=1):
+    def start(admit=None, workers=1, delay=0.0):
         server = ReqServer(ctx, str(tmp_path / "sock"), admit)
         stop = threading.Event()
-        threads = [threading.Thread(target=echo_worker, args=(ctx, server.workers, stop), daemon=True)
+        threads = [threading.Thread(target=echo_worker, args=(ctx, server.workers, stop, delay), daemon=True)
                    for _ in range(workers)]
         for thread in threads:
             thread.start()
@@ -132,8 +134,7 @@ def test_requests_spread_over_several_workers(ctx, reqserver):
 
 def _sealed_worker(address, db_path, stop):
     ctx = zmq.Context()
-    sock = make_socket(ctx, zmq.REP)
-    sock.connect(address)
+    sock = WorkerSocket(ctx, address)
     channel = ServerChannel(SQLiteSessionStore(db_path))
     pid = os.getpid()
     while not stop.is_set():
@@ -141,15 +142,15 @@ def _sealed_worker(address, db_path, stop):
         if request is None:
             continue
         if request.body == b"ping":
-            send_reply(sock, request.rid, b"%d" % pid)
+            send_reply(sock, request, b"%d" % pid)
             continue
         try:
             opened = channel.open_request(codec.unpack_envelope(request.body).load)
             reply = channel.seal_reply(opened, {"processed_by": pid, "payload": opened.payload})
         except CryptoError as exc:
             reply = codec.pack_envelope("clear", codec.error_load(exc.reason, str(pid)))
-        send_reply(sock, request.rid, reply)
-    sock.close(linger=0)
+        send_reply(sock, request, reply)
+    sock.close()
     ctx.destroy(linger=0)
 
 
@@ -176,7 +177,7 @@ def test_one_request_sent_to_two_worker_processes_at_once_is_processed_once(ctx,
             raw.recv_multipart()
         counter, data = client_channel.seal_request({"cmd": "_return", "jid": "1"})
         raw.send_multipart([b"", b"rid-0001", data])   # the same bytes twice, back to back: the
-        raw.send_multipart([b"", b"rid-0002", data])   # proxy's DEALER hands them to the two workers
+        raw.send_multipart([b"", b"rid-0002", data])   # proxy hands them to the two idle workers
         replies = []
         while len(replies) < 2 and raw.poll(10_000):
             replies.append(raw.recv_multipart()[2])
@@ -199,3 +200,43 @@ def test_one_request_sent_to_two_worker_processes_at_once_is_processed_once(ctx,
                 proc.kill()
         server.close()
     assert all(proc.exitcode == 0 for proc in procs)
+
+
+def test_sealed_requests_are_served_before_queued_hellos(ctx, reqserver):
+    """One slow worker and a backlog of hellos: a sealed request sent last is answered next."""
+    server = reqserver(workers=1, delay=0.05)
+    hello = codec.pack_envelope("clear", {"cmd": "_auth", "pad": b"x" * 10})
+    sealed = codec.pack_envelope("aes", {"h": b"h", "ct": b"c"})
+    raw = make_socket(ctx, zmq.DEALER)
+    raw.connect(server.endpoint)
+    try:
+        for i in range(40):
+            raw.send_multipart([b"", b"hello%03d" % i, hello])
+        time.sleep(0.2)                                  # the hellos are queued behind the slow worker
+        raw.send_multipart([b"", b"sealed00", sealed])
+        order = []
+        while len(order) < 41 and raw.poll(5000):
+            order.append(raw.recv_multipart()[1])
+        assert len(order) == 41
+        assert order.index(b"sealed00") <= 6, order      # not behind the ~36 hellos still waiting
+    finally:
+        raw.close(linger=0)
+
+
+def test_a_full_queue_answers_busy_at_once(ctx, reqserver):
+    server = reqserver(workers=1, delay=0.2)
+    server.proxy.limits.max_waiting["auth"] = 5
+    hello = codec.pack_envelope("clear", {"cmd": "_auth"})
+    raw = make_socket(ctx, zmq.DEALER)
+    raw.connect(server.endpoint)
+    try:
+        for i in range(20):
+            raw.send_multipart([b"", b"hello%03d" % i, hello])
+        busy = 0
+        deadline = time.monotonic() + 1.0
+        while time.monotonic() < deadline and raw.poll(200):
+            reply = codec.unpack_envelope(raw.recv_multipart()[2]).load
+            busy += reply.get("error", {}).get("reason") == "busy"
+        assert busy >= 10 and server.proxy.stats.dropped_busy == busy
+    finally:
+        raw.close(linger=0)
