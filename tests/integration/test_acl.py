@@ -15,15 +15,16 @@ import secrets
 import shutil
 import subprocess
 import sys
-import sysconfig
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.integration.cluster import REPO, Cluster
+from tests.integration.cluster import Cluster
 from tests.integration.conftest import write_trees
+from tests.userpython import python_for
+from tests.userpython import run_as as run_as_user
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(os.geteuid() != 0 or shutil.which("useradd") is None,
@@ -62,34 +63,18 @@ def acl_cluster(acl_user: str) -> Iterator[Cluster]:
         shutil.rmtree(base, ignore_errors=True)
 
 
-def _as_user(user: str, argv: list[str], pythonpath: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    entry = pwd.getpwnam(user)
-    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": pythonpath, "HOME": "/", "LANG": "C.UTF-8"}
-    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd="/", env=env,
-                          user=entry.pw_uid, group=entry.pw_gid, extra_groups=[])
-
-
 @pytest.fixture(scope="module")
 def user_python(acl_user: str) -> tuple[str, str]:
-    """An interpreter the throwaway user may run, and the PYTHONPATH giving it saltpan and its
-    dependencies: this venv's Python, or (when it lives somewhere the user cannot reach, such as
-    /root) a system Python of the same version with this venv's site-packages."""
-    site = sysconfig.get_paths()["purelib"]
-    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
-    for python, path in ((sys.executable, str(REPO)), (f"/usr/bin/{version}", f"{REPO}:{site}"),
-                         (f"/usr/local/bin/{version}", f"{REPO}:{site}")):
-        try:
-            probe = _as_user(acl_user, [python, "-c", "import zmq, msgpack, cryptography, yaml, runtime.client"],
-                             path, timeout=30)
-        except OSError:
-            continue
-        if probe.returncode == 0:
-            return python, path
-    pytest.skip(f"no Python that user {acl_user} may run can import saltpan")
+    """An interpreter the throwaway user may run, and the PYTHONPATH giving it saltpan (tests/userpython.py)."""
+    found = python_for(acl_user)
+    if found is None:
+        pytest.fail(f"no Python {sys.version_info.major}.{sys.version_info.minor} that user {acl_user} may run "
+                    "exists on this host (install Debian's python3)")
+    return found
 
 
 def run_as(cl: Cluster, user: str, python: tuple[str, str], *args: str) -> subprocess.CompletedProcess:
-    return _as_user(user, [python[0], "-m", "runtime", "run", "-c", str(cl.master_conf), *args], python[1])
+    return run_as_user(user, [python[0], "-m", "runtime", "run", "-c", str(cl.master_conf), *args], python[1])
 
 
 def test_client_key_belongs_to_the_user(acl_cluster: Cluster, acl_user: str) -> None:

@@ -297,39 +297,20 @@ class Lab:
         return self._as_user([python, "-c", code], path, timeout)
 
     def _as_user(self, argv: list[str], pythonpath: str, timeout: float) -> subprocess.CompletedProcess:
-        import pwd
+        from tests.userpython import run_as
 
         assert self.user is not None
-        entry = pwd.getpwnam(self.user)
-        env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": pythonpath, "HOME": "/", "LANG": "C.UTF-8",
-               "LAB_MASTER_CONF": str(self.cl.master_conf)}
-        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd="/", env=env,
-                              user=entry.pw_uid, group=entry.pw_gid, extra_groups=[])
+        return run_as(self.user, argv, pythonpath, timeout, {"LAB_MASTER_CONF": str(self.cl.master_conf)})
 
     def user_python(self) -> tuple[str, str]:
-        """An interpreter the throwaway user may run and the PYTHONPATH giving it saltpan: this
-        venv's Python, or (when it lives where the user cannot go, such as /root) a system Python
-        of the same version with this venv's site-packages."""
-        import sys
-        import sysconfig
+        """An interpreter the throwaway user may run and the PYTHONPATH giving it saltpan."""
+        from tests.userpython import python_for
 
-        from tests.integration.cluster import REPO
-
-        if getattr(self, "_user_python", None):
-            return self._user_python
-        site = sysconfig.get_paths()["purelib"]
-        version = f"python{sys.version_info.major}.{sys.version_info.minor}"
-        for python, path in ((sys.executable, str(REPO)), (f"/usr/bin/{version}", f"{REPO}:{site}"),
-                             (f"/usr/local/bin/{version}", f"{REPO}:{site}")):
-            try:
-                probe = self._as_user([python, "-c", "import zmq, msgpack, cryptography, yaml, runtime.client"],
-                                      path, 30)
-            except OSError:
-                continue
-            if probe.returncode == 0:
-                self._user_python = (python, path)
-                return self._user_python
-        raise RuntimeError(f"no Python that user {self.user} may run can import saltpan")
+        assert self.user is not None
+        found = python_for(self.user)
+        if found is None:
+            raise RuntimeError(f"no Python that user {self.user} may run exists on this host")
+        return found
 
     def write_conf_copy(self) -> dict[str, Any]:
         return yaml.safe_load(self.cl.master_conf.read_text())
