@@ -15,6 +15,7 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 test: $(STAMP)
+	tools/test-packages.sh
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
 

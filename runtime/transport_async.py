@@ -3,8 +3,8 @@
 For the minion's session, where heartbeats, returns and pillar requests run as concurrent tasks
 (same framing as ``runtime.transport``: ``[b"", rid, body]`` out, the same back).  A request that
 times out is retried with a fresh body from its factory; when nothing at all was received since
-it was sent, the connection is presumed dead and replaced (other requests still waiting on the
-old socket time out and retry on the new one).
+it was sent, the connection is presumed dead and replaced; requests still waiting on the old
+connection keep it open until they are answered or time out, so their replies are not lost.
 """
 
 from __future__ import annotations
@@ -23,6 +23,21 @@ from runtime.transport import DEFAULT_LIMITS, RID_SIZE, RequestTimeout, SocketLi
 T = TypeVar("T")
 
 
+class _Link:
+    """One DEALER connection, its reader task and the request ids still waiting on it."""
+
+    __slots__ = ("sock", "reader", "waiting")
+
+    def __init__(self, sock: zmq.asyncio.Socket, reader: asyncio.Task[None]) -> None:
+        self.sock = sock
+        self.reader = reader
+        self.waiting: set[bytes] = set()
+
+    def close(self) -> None:
+        self.reader.cancel()
+        self.sock.close(linger=0)
+
+
 class AsyncRequestClient:
     def __init__(self, address: str, *, ctx: zmq.asyncio.Context | None = None, timeout: float = 5.0,
                  tries: int = 3, limits: SocketLimits = DEFAULT_LIMITS) -> None:
@@ -34,18 +49,17 @@ class AsyncRequestClient:
         self.tries = tries
         self.limits = limits
         self.reconnects = 0
-        self._sock: zmq.asyncio.Socket | None = None
-        self._reader: asyncio.Task[None] | None = None
+        self._link: _Link | None = None
+        self._retired: list[_Link] = []    # replaced links that still have requests waiting on them
         self._pending: dict[bytes, asyncio.Future[bytes]] = {}
         self._last_rx = 0.0
 
-    def _ensure(self) -> zmq.asyncio.Socket:
-        if self._sock is None:
+    def _ensure(self) -> _Link:
+        if self._link is None:
             sock = make_socket(self.ctx, zmq.DEALER, self.limits)
             sock.connect(self.address)
-            self._sock = sock
-            self._reader = asyncio.get_running_loop().create_task(self._read(sock))
-        return self._sock
+            self._link = _Link(sock, asyncio.get_running_loop().create_task(self._read(sock)))
+        return self._link
 
     async def _read(self, sock: zmq.asyncio.Socket) -> None:
         while True:
@@ -61,13 +75,24 @@ class AsyncRequestClient:
                 fut.set_result(frames[2])
 
     def _reconnect(self) -> None:
-        if self._reader is not None:
-            self._reader.cancel()
-            self._reader = None
-        if self._sock is not None:
-            self._sock.close(linger=0)
-            self._sock = None
-            self.reconnects += 1
+        """Use a new connection from now on.  The old one keeps reading until the requests
+        still waiting on it are answered or time out: a slow reply to one request (a pillar
+        compile) must not be lost because another (a heartbeat) gave up on the connection."""
+        link, self._link = self._link, None
+        if link is None:
+            return
+        self.reconnects += 1
+        if link.waiting:
+            self._retired.append(link)
+        else:
+            link.close()
+
+    def _done(self, link: _Link, rid: bytes) -> None:
+        self._pending.pop(rid, None)
+        link.waiting.discard(rid)
+        if link is not self._link and not link.waiting and link in self._retired:
+            self._retired.remove(link)
+            link.close()
 
     async def request(self, body: bytes, *, timeout: float | None = None, tries: int | None = None) -> bytes:
         return (await self.request_with(lambda: (None, body), timeout=timeout, tries=tries))[1]
@@ -85,20 +110,24 @@ class AsyncRequestClient:
             fut: asyncio.Future[bytes] = loop.create_future()
             self._pending[rid] = fut
             sent_at = time.monotonic()
+            link = self._ensure()
+            link.waiting.add(rid)
             try:
-                sock = self._ensure()
-                await asyncio.wait_for(sock.send_multipart([b"", rid, body]), timeout)
+                await asyncio.wait_for(link.sock.send_multipart([b"", rid, body]), timeout)
                 return context, await asyncio.wait_for(fut, timeout)
             except (TimeoutError, zmq.Again):
                 pass
             finally:
-                self._pending.pop(rid, None)
-            if self._last_rx < sent_at:
+                self._done(link, rid)
+            if self._last_rx < sent_at and link is self._link:
                 self._reconnect()
         raise RequestTimeout(f"no reply from {self.address} after {tries} tries of {timeout:g} s")
 
     def close(self) -> None:
         self._reconnect()
+        for link in self._retired:
+            link.close()
+        self._retired.clear()
         for fut in self._pending.values():
             if not fut.done():
                 fut.cancel()

@@ -275,8 +275,7 @@ def _install_postgresql() -> None:
 
 
 def _unavailable(reason: str) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(f"PostgreSQL tests cannot run: {reason}")
+    # Under CI, tests/conftest.py turns this skip into a failure.
     pytest.skip(f"PostgreSQL not available: {reason}")
 
 

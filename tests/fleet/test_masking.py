@@ -25,7 +25,7 @@ def test_redact_has_salts_look() -> None:
                               "nested": {"api_token": PLACEHOLDER, "ratio": PLACEHOLDER}}
 
 
-@pytest.mark.skipif(not os.path.exists(SALT_PYTHON), reason="real Salt is not installed in /opt/saltvenv")
+@pytest.mark.skipif(not os.path.exists(SALT_PYTHON), reason="optional: real Salt is not installed in /opt/saltvenv")
 def test_redact_equals_salts_own_masking() -> None:
     code = ("import json, sys, salt.utils.secret as s; "
             "print(json.dumps(s.serial(json.loads(sys.stdin.read()))))")

@@ -53,7 +53,7 @@ def test_rpm_version_compare():
     assert pkg.Dnf().compare("1:1.0-1", ">", "2.0-1")
 
 
-@pytest.mark.skipif(os.path.isdir(service.SYSTEMD_MARKER), reason="systemd is running here")
+@pytest.mark.skipif(os.path.isdir(service.SYSTEMD_MARKER), reason="optional: systemd is running here")
 def test_service_fails_clearly_without_systemd(ctx, tctx, sandbox):
     before = manifest(sandbox)
     for fun in (service.running, service.dead, service.enabled, service.disabled):

@@ -99,3 +99,25 @@ def test_timeout_retry_then_give_up(echo, actx):
         client.close()
 
     asyncio.run(main())
+
+
+def test_a_slow_reply_survives_another_requests_reconnect(echo, actx):
+    """A heartbeat that gives up while the master is busy replaces the connection; the pillar
+    request already waiting on the old one must still get its (slow) reply, not time out."""
+
+    async def main():
+        client = AsyncRequestClient(echo.endpoint, ctx=actx, timeout=3, tries=1)
+        slow = asyncio.create_task(client.request(b"800:pillar"))
+        await asyncio.sleep(0.05)
+        with pytest.raises(RequestTimeout):
+            await client.request(b"-1:heartbeat", timeout=0.2)
+        assert client.reconnects == 1
+        start = time.monotonic()
+        assert await slow == b"re:800:pillar"
+        assert time.monotonic() - start < 1.0
+        # the replaced connection closed once nothing waited on it; the new one works
+        assert client._retired == []
+        assert await client.request(b"0:next") == b"re:0:next"
+        client.close()
+
+    asyncio.run(main())
