@@ -124,11 +124,14 @@ def test_include_cycle(tmp_path) -> None:
 
 
 def test_self_include(tmp_path) -> None:
-    result = _compile_with(tmp_path, {"me.sls": "include:\n  - me\nme: 1\n"}, ["me"])
+    # Salt 3008.3 silently reuses the sls being rendered; saltpan reports the cycle at the include line
+    result = _compile_with(tmp_path, {"me.sls": "me: 1\ninclude:\n  - me\n"}, ["me"])
     (err,) = result.errors
     assert err.kind == INCLUDE_CYCLE
-    assert "me -> me" in err.message
+    assert err.message == "Include cycle in pillar: me -> me"
+    assert (err.file, err.line) == (_path(tmp_path, "me.sls"), 2)
     assert result.pillar["me"] == 1
+    assert result.pillar["_errors"] == [err.salt_message()]
 
 
 def test_error_in_an_included_file_names_that_file(tmp_path) -> None:

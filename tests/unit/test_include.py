@@ -173,6 +173,36 @@ def test_include_with_key_and_defaults_together(tmp_path) -> None:
     assert pillar_of(tmp_path, files) == {"a": {"b": {"v": 7}}}
 
 
+def test_relative_include_with_defaults_and_key(tmp_path) -> None:
+    # pillar.raw of Salt 3008.3 for this tree: `.db` is looked up as `db` too, and both files get the
+    # defaults and land under the key: {"database": {"top_port": 5432, "who": "app", "port": 5432}, "web": 1}
+    files = {
+        "top.sls": _top("app.web"),
+        "app/web.sls": "include:\n  - .db:\n      defaults:\n        port: 5432\n      key: database\nweb: 1\n",
+        "app/db.sls": "port: {{ port }}\nwho: app\n",
+        "db.sls": "top_port: {{ port }}\nwho: top\n",
+    }
+    pillar = pillar_of(tmp_path, files)
+    assert pillar == {"database": {"top_port": 5432, "who": "app", "port": 5432}, "web": 1}
+    assert list(pillar["database"]) == ["top_port", "who", "port"]
+
+
+@pytest.mark.parametrize(("option", "expected"), [
+    ("defaults:\n        v: 7", {"v": 7, "leaf": 1}),
+    ("key: 'sib:nested'", {"sib": {"nested": {"v": "none"}}, "leaf": 1}),
+])
+def test_parent_relative_include_with_defaults_or_key(tmp_path, option: str, expected: dict) -> None:
+    # saltpan resolves `..sibling` from deep/er/leaf.sls to deep.sibling, as Salt's state compiler does.
+    # Salt 3008.3's pillar does not: it looks for 'deep.er..sibling' and reports "Specified SLS
+    # 'deep.er..sibling' in environment 'base' is not available on the salt master".
+    files = {
+        "top.sls": _top("deep.er.leaf"),
+        "deep/er/leaf.sls": f"include:\n  - ..sibling:\n      {option}\nleaf: 1\n",
+        "deep/sibling.sls": "v: {{ v | default('none') }}\n",
+    }
+    assert pillar_of(tmp_path, files) == expected
+
+
 def test_the_includer_wins_and_later_includes_beat_earlier_ones(tmp_path) -> None:
     files = {
         "top.sls": _top("main"),

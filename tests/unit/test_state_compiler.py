@@ -100,6 +100,70 @@ def test_any_forms_and_listen_do_not_fail(tmp_path: Path) -> None:
     assert ids(chunks).index("a") > ids(chunks).index("b")
 
 
+LISTEN_TREE = """
+    listener:
+      test.nop:
+        - {req}:
+          - test: speaker
+    speaker:
+      test.succeed_with_changes: []
+    announcer:
+      test.nop:
+        - {req}_in:
+          - test: hearer
+    hearer:
+      test.nop: []
+    """
+
+
+def _low(sid: str, fun: str, order: int, **extra: Any) -> dict:
+    """A test-state chunk of a.sls as show_lowstate prints it (keys in Salt's order)."""
+    return {"state": "test", "name": sid, "__sls__": "a", "__env__": "base", "__id__": sid, **extra,
+            "order": order, "fun": fun}
+
+
+def test_listen_keeps_the_declared_order_and_stays_on_the_declaring_chunk(tmp_path: Path) -> None:
+    # salt-call --local state.show_lowstate (Salt 3008.3) prints exactly these chunks for LISTEN_TREE:
+    # listen orders nothing, and listen_in is not moved onto its target (Salt resolves both after the run)
+    chunks, errors = compile_states(tmp_path, {"a.sls": LISTEN_TREE.format(req="listen")})
+    assert not errors
+    expected = [
+        _low("listener", "nop", 10000, listen=[{"test": "speaker"}]),
+        _low("speaker", "succeed_with_changes", 10001),
+        _low("announcer", "nop", 10002, listen_in=[{"test": "hearer"}]),
+        _low("hearer", "nop", 10003),
+    ]
+    assert chunks == expected
+    assert [list(c) for c in chunks] == [list(c) for c in expected]
+
+
+def test_watch_reorders_where_listen_does_not(tmp_path: Path) -> None:
+    # the same tree with watch: the watched state runs first and watch_in lands on its target
+    chunks, errors = compile_states(tmp_path, {"a.sls": LISTEN_TREE.format(req="watch")})
+    assert not errors
+    assert ids(chunks) == ["speaker", "listener", "announcer", "hearer"]
+    assert chunk(chunks, "listener")["watch"] == [{"test": "speaker"}]
+    assert chunk(chunks, "hearer")["watch"] == [{"test": "announcer"}]
+
+
+@pytest.mark.parametrize("req", ["listen", "listen_in"])
+def test_listen_to_a_missing_state_compiles(tmp_path: Path, req: str) -> None:
+    # Not a compile error, as in Salt 3008.3: show_lowstate prints the chunk with its listen entry and only
+    # the run reports the missing target, as a failed result "Referenced state test: nowhere does not exist"
+    # (tag Listen_Error_|-listen_nowhere_|-listen_test_|-Listen_Error); the other states still run.
+    # saltpan's executor (runtime/executor.py call_listen) reports it the same way at run time.
+    chunks, errors = compile_states(tmp_path, {"a.sls": f"""
+        fine:
+          test.nop: []
+        listener:
+          test.nop:
+            - {req}:
+              - test: nowhere
+        """})
+    assert errors == []
+    assert chunks == [_low("fine", "nop", 10000), _low("listener", "nop", 10001, **{req: [{"test": "nowhere"}]})]
+
+
 def test_requisite_targets_by_name_id_sls_and_glob(tmp_path: Path) -> None:
     chunks, errors = compile_states(tmp_path, {
         "a.sls": """
@@ -163,6 +227,40 @@ def test_use_copies_arguments(tmp_path: Path) -> None:
     assert not errors
     assert chunk(chunks, "copy_file")["mode"] == "0600"
     assert chunk(chunks, "copy_file")["name"] == "/tmp/b"
+
+
+def test_use_in_copies_the_declaring_states_arguments_to_the_target(tmp_path: Path) -> None:
+    # Salt 3008.3's show_lowstate for this tree: target_file gains mode (appended after its own arguments),
+    # keeps its own user and name, and gets neither the require nor the use_in of base_file
+    chunks, errors = compile_states(tmp_path, {"a.sls": """
+        base_file:
+          file.managed:
+            - name: /tmp/a
+            - mode: '0600'
+            - user: root
+            - require:
+              - test: dep
+            - use_in:
+              - file: target_file
+        target_file:
+          file.managed:
+            - name: /tmp/b
+            - user: nobody
+        dep:
+          test.nop: []
+        """})
+    assert not errors
+    expected = [
+        {"state": "test", "name": "dep", "__sls__": "a", "__env__": "base", "__id__": "dep", "order": 10002,
+         "fun": "nop"},
+        {"state": "file", "name": "/tmp/a", "__sls__": "a", "__env__": "base", "__id__": "base_file",
+         "mode": "0600", "user": "root", "require": [{"test": "dep"}], "use_in": [{"file": "target_file"}],
+         "order": 10000, "fun": "managed"},
+        {"state": "file", "name": "/tmp/b", "__sls__": "a", "__env__": "base", "__id__": "target_file",
+         "user": "nobody", "order": 10001, "mode": "0600", "fun": "managed"},
+    ]
+    assert chunks == expected
+    assert [list(c) for c in chunks] == [list(c) for c in expected]
 
 
 def test_order_first_last_and_numbers(tmp_path: Path) -> None:
@@ -305,12 +403,46 @@ def test_requisite_cycle_lists_its_members(tmp_path: Path) -> None:
             - require:
               - test: one
         """})
-    assert [e.kind for e in errors] == ["requisite_cycle"]
-    message = errors[0].message
-    assert "Recursive requisites were found" in message
-    for member in ("one", "two", "three"):
-        assert f"'ID': '{member}'" in message
-    assert errors[0].file.endswith("a.sls") and errors[0].line in (1, 5, 9)
+    a_sls = str(tmp_path / "states" / "a.sls")
+    (err,) = errors
+    assert err.kind == "requisite_cycle"
+    # Salt 3008.3's show_lowstate gives the same text up to " (declared at"; saltpan adds each member's place
+    assert err.message == (
+        "Recursive requisites were found: "
+        "({'SLS': 'a', 'ID': 'three'}, 'require', {'SLS': 'a', 'ID': 'one'}), "
+        "({'SLS': 'a', 'ID': 'two'}, 'require', {'SLS': 'a', 'ID': 'three'}), "
+        "({'SLS': 'a', 'ID': 'one'}, 'require', {'SLS': 'a', 'ID': 'two'})"
+        f" (declared at {a_sls}:1, {a_sls}:5, {a_sls}:9)")
+    assert (err.file, err.line) == (a_sls, 9)  # 'three', the first member listed
+
+
+def test_requisite_cycle_across_two_files_names_each_member(tmp_path: Path) -> None:
+    _, errors = compile_states(tmp_path, {
+        "a.sls": """
+            include:
+              - b
+            one:
+              test.nop:
+                - require:
+                  - test: two
+            """,
+        "b.sls": """
+            filler:
+              test.nop: []
+            two:
+              test.nop:
+                - require:
+                  - test: one
+            """})
+    a_sls, b_sls = str(tmp_path / "states" / "a.sls"), str(tmp_path / "states" / "b.sls")
+    (err,) = errors
+    assert err.kind == "requisite_cycle"
+    assert err.message == (
+        "Recursive requisites were found: "
+        "({'SLS': 'b', 'ID': 'two'}, 'require', {'SLS': 'a', 'ID': 'one'}), "
+        "({'SLS': 'a', 'ID': 'one'}, 'require', {'SLS': 'b', 'ID': 'two'})"
+        f" (declared at {a_sls}:3, {b_sls}:3)")
+    assert (err.file, err.line) == (b_sls, 3)  # 'two', the first member listed
 
 
 def test_duplicate_id_across_files_names_both(tmp_path: Path) -> None:
@@ -339,8 +471,10 @@ def test_list_where_a_dict_belongs(tmp_path: Path) -> None:
 
 
 def test_arguments_not_a_list(tmp_path: Path) -> None:
-    _, errors = compile_states(tmp_path, {"a.sls": "bad:\n  test.nop:\n    name: x\n"})
-    assert errors and errors[0].line == 1 and "is not formed as a list" in errors[0].message
+    _, errors = compile_states(tmp_path, {"a.sls": "ok:\n  test.nop: []\nbad:\n  test.nop:\n    name: x\n"})
+    (err,) = errors
+    assert (err.kind, err.file, err.line) == ("bad_state_data", str(tmp_path / "states" / "a.sls"), 3)
+    assert "State 'bad' in SLS 'a' is not formed as a list" in err.message
 
 
 def test_missing_sls_in_top_names_the_top_file(tmp_path: Path) -> None:
