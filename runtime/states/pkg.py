@@ -2,9 +2,13 @@
 
 Targets are ``name`` or a ``pkgs`` list whose items are names or ``{name: version}``.
 A version is an exact version, a glob (``1.2.*``) or a comparison (``>=1.2``, ``<2``).
-Changes are Salt's ``{package: {old: <version or ''>, new: <version or ''>}}``; in test mode
-the predicted new version is the repository candidate (``installed`` when unknown) and
-removals predict ``new: removed``.
+``installed`` also takes Salt's ``sources`` (package files, see ``_pkg_sources``): the name
+and version are read from each file, and a package already installed at that version is
+left alone.
+Changes are Salt's ``{package: {old: <version or ''>, new: <version or ''>}}`` (an apt purge
+reports ``{removed: {...}, installed: {...}}``, as Salt's does); in test mode the predicted
+new version is the repository candidate (``installed`` when unknown) or the file's version,
+and removals predict ``new: removed``.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from runtime import cmdrun
+from runtime.states import _pkg_sources
 
 if TYPE_CHECKING:
     from runtime.states import StateContext
@@ -42,17 +47,49 @@ def _checked(argv: list[str]) -> str:
     return res.stdout
 
 
+_APT_INSTALL = ["apt-get", "-q", "-y", "--allow-downgrades", "-o", "DPkg::Options::=--force-confold", "-o",
+                "DPkg::Options::=--force-confdef"]
+
+
 class Apt:
     name = "apt"
+    file_suffix = ".deb"
+
+    def _status(self, names: list[str]) -> list[tuple[str, str, str]]:
+        """(package, db:Status-Abbrev, version) rows dpkg knows for ``names``."""
+        res = _run(["dpkg-query", "-W", "-f", "${Package}\t${db:Status-Abbrev}\t${Version}\n", *names])
+        return [(parts[0], parts[1], parts[2]) for line in res.stdout.splitlines()
+                if len(parts := line.split("\t")) == 3]
 
     def installed(self, names: list[str]) -> dict[str, str | None]:
         out: dict[str, str | None] = dict.fromkeys(names)
-        res = _run(["dpkg-query", "-W", "-f", "${Package}\t${db:Status-Abbrev}\t${Version}\n", *names])
-        for line in res.stdout.splitlines():
-            parts = line.split("\t")
-            if len(parts) == 3 and parts[0] in out and parts[1].startswith("ii"):
-                out[parts[0]] = parts[2]
+        for package, abbrev, version in self._status(names):
+            # second letter: the package state ("i" installed, whatever the selection: ii, hi, ri)
+            if package in out and abbrev[1:2] == "i":
+                out[package] = version
         return out
+
+    def leftovers(self, names: list[str]) -> dict[str, str | None]:
+        """Versions of packages removed but not purged (config files left, or half removed)."""
+        out: dict[str, str | None] = dict.fromkeys(names)
+        for package, abbrev, version in self._status(names):
+            if package in out and abbrev[1:2] not in ("i", "n", "") and version:
+                out[package] = version
+        return out
+
+    def file_info(self, path: str) -> tuple[str, str]:
+        """(Package, Version) from a .deb file."""
+        res = _run(["dpkg-deb", "-f", path, "Package", "Version"])
+        if res.retcode != 0:
+            raise PkgError(f"Unable to read package metadata from {path}: {res.stderr or res.stdout}")
+        fields = dict(line.split(":", 1) for line in res.stdout.splitlines() if ":" in line)
+        name, version = fields.get("Package", "").strip(), fields.get("Version", "").strip()
+        if not name or not version:
+            raise PkgError(f"Unable to read package metadata from {path}: no Package or Version field")
+        return name, version
+
+    def install_files(self, paths: list[str]) -> None:
+        _checked([*_APT_INSTALL, "install", *paths])
 
     def candidate(self, name: str) -> str | None:
         res = _run(["apt-cache", "policy", name])
@@ -74,8 +111,7 @@ class Apt:
     def install(self, specs: dict[str, str | None], fromrepo: str | None = None) -> None:
         args = [f"{n}={v}" if v else n for n, v in specs.items()]
         repo = ["-t", fromrepo] if fromrepo else []
-        _checked(["apt-get", "-q", "-y", "--allow-downgrades", "-o", "DPkg::Options::=--force-confold", "-o",
-                  "DPkg::Options::=--force-confdef", *repo, "install", *args])
+        _checked([*_APT_INSTALL, *repo, "install", *args])
 
     def remove(self, names: list[str], purge: bool) -> None:
         _checked(["apt-get", "-q", "-y", "purge" if purge else "remove", *names])
@@ -121,9 +157,24 @@ def _evr(text: str) -> tuple[int, str, str]:
 
 class Dnf:
     name = "dnf"
+    file_suffix = ".rpm"
 
     def __init__(self) -> None:
         self.tool = shutil.which("dnf") or shutil.which("yum") or "dnf"
+
+    def leftovers(self, names: list[str]) -> dict[str, str | None]:
+        return dict.fromkeys(names)  # rpm keeps no "removed but configured" state
+
+    def file_info(self, path: str) -> tuple[str, str]:
+        """(NAME, [EPOCH:]VERSION-RELEASE) from an .rpm file."""
+        res = _run(["rpm", "-qp", "--qf", "%{NAME}\t%{EPOCH}:%{VERSION}-%{RELEASE}\n", path])
+        parts = res.stdout.strip().split("\t")
+        if res.retcode != 0 or len(parts) != 2 or not parts[0]:
+            raise PkgError(f"Unable to read package metadata from {path}: {res.stderr or res.stdout}")
+        return parts[0], parts[1].replace("(none):", "")
+
+    def install_files(self, paths: list[str]) -> None:
+        _checked([self.tool, "-y", "install", *paths])
 
     def installed(self, names: list[str]) -> dict[str, str | None]:
         out: dict[str, str | None] = dict.fromkeys(names)
@@ -198,6 +249,12 @@ class Target:
             return installed == wanted or mgr.compare(installed, "=", wanted)
         return mgr.compare(installed, op, wanted)
 
+    def described(self) -> str:
+        """``name``, ``name=1.2`` or ``name>=1.2``, as Salt names a target in comments."""
+        if not self.version:
+            return self.name
+        return f"{self.name}{'' if self.version.startswith(('<', '>', '=')) else '='}{self.version}"
+
     def exact(self) -> str | None:
         """The exact version asked for (None for no version, a glob or a comparison)."""
         if not self.version:
@@ -258,13 +315,26 @@ def _refresh_if(mgr: Apt | Dnf, refresh: Any) -> None:
         mgr.refresh()
 
 
-def installed(ctx: StateContext, name: str, version: Any = None, pkgs: Any = None, refresh: Any = None,
-              fromrepo: Any = None, **kwargs: Any) -> dict[str, Any]:
-    """Make sure packages are installed (at ``version`` when given)."""
+def _installed_comment(names: list[str]) -> str:
+    """Salt's wording: the names when they are short, else a count."""
+    summary = ", ".join(names)
+    if len(summary) < 20:
+        return f"The following packages were installed/updated: {summary}"
+    return f"{len(names)} targeted package{'s were' if len(names) > 1 else ' was'} installed/updated."
+
+
+def installed(ctx: StateContext, name: str, version: Any = None, pkgs: Any = None, sources: Any = None,
+              refresh: Any = None, fromrepo: Any = None, **kwargs: Any) -> dict[str, Any]:
+    """Make sure packages are installed (at ``version`` when given, or from the package files in ``sources``)."""
     ret = _ret(name)
+    if pkgs and sources:
+        ret.update(result=False, comment='Only one of "pkgs" and "sources" is permitted.')
+        return ret
     mgr = backend()
     if mgr is None:
         return _no_backend(ret)
+    if sources:
+        return _installed_from_files(ctx, ret, mgr, sources, refresh)
     targets = _targets(name, pkgs, version)
     before = mgr.installed([t.name for t in targets])
     todo = [t for t in targets if not t.satisfied_by(mgr, before[t.name])]
@@ -303,7 +373,62 @@ def installed(ctx: StateContext, name: str, version: Any = None, pkgs: Any = Non
         if error:
             ret["comment"] += f"\n{error}"
     else:
-        ret["comment"] = "The following packages were installed/updated: " + ", ".join(t.name for t in todo)
+        ret["comment"] = _installed_comment([t.described() for t in todo])
+    return ret
+
+
+def _installed_from_files(ctx: StateContext, ret: dict[str, Any], mgr: Apt | Dnf, sources: Any,
+                          refresh: Any) -> dict[str, Any]:
+    """``pkg.installed`` with ``sources``: install each file whose version is not the installed one."""
+    with _pkg_sources.Staging() as staging:
+        try:
+            entries = _pkg_sources.parse(sources)
+            files: dict[str, tuple[str, str]] = {}  # package -> (local path, version in the file)
+            for entry in entries:
+                path = staging.local_path(ctx, entry, mgr.file_suffix)
+                found, file_version = mgr.file_info(path)
+                if found != entry.name:
+                    raise _pkg_sources.SourcesError(
+                        f"Source {entry.source} is package '{found}' (version {file_version}), not "
+                        f"'{entry.name}': the key of each 'sources' item must be the package in its file")
+                files[entry.name] = (path, file_version)
+        except (_pkg_sources.SourcesError, PkgError, cmdrun.CommandError, OSError) as exc:
+            ret.update(result=False, comment=str(exc))
+            return ret
+        before = mgr.installed(list(files))
+        todo = [n for n, (_path, file_version) in files.items() if before[n] is None or not (
+            before[n] == file_version or mgr.compare(before[n], "=", file_version))]
+        if not todo:
+            ret["comment"] = "All specified packages are already installed"
+            return ret
+        if ctx.test:
+            ret["result"] = None
+            ret["changes"] = {n: {"old": before[n] or "", "new": files[n][1]} for n in todo}
+            ret["comment"] = "The following packages would be installed/updated: " + ", ".join(todo)
+            return ret
+        error = ""
+        try:
+            _refresh_if(mgr, refresh)
+            mgr.install_files([files[n][0] for n in todo])
+        except (PkgError, cmdrun.CommandError) as exc:
+            error = str(exc)
+    after = mgr.installed(list(files))
+    ret["changes"] = _diff(before, after)
+    failed = [n for n in todo if after[n] is None or not (
+        after[n] == files[n][1] or mgr.compare(after[n], "=", files[n][1]))]
+    comment = []
+    if failed:
+        ret["result"] = False
+        comment.append("The following packages failed to install/update: " + ", ".join(failed))
+    done = [n for n in todo if n not in failed]
+    if done:
+        comment.append(_installed_comment(done))
+    kept = [n for n in files if n not in todo]
+    if kept:
+        comment.append("The following packages were already installed: " + ", ".join(kept))
+    if failed and error:
+        comment.append(error)
+    ret["comment"] = "\n".join(comment)
     return ret
 
 
@@ -361,9 +486,12 @@ def _uninstall(ctx: StateContext, name: str, version: Any, pkgs: Any, purge: boo
     if mgr is None:
         return _no_backend(ret)
     targets = _targets(name, pkgs, version)
-    before = mgr.installed([t.name for t in targets])
-    todo = [t.name for t in targets if before[t.name] is not None and (
-        not t.version or t.satisfied_by(mgr, before[t.name]))]
+    names = [t.name for t in targets]
+    before = mgr.installed(names)
+    # a purge also takes packages removed earlier whose configuration files stayed (dpkg's "rc")
+    left_before = mgr.leftovers(names) if purge else dict.fromkeys(names)
+    todo = sorted({t.name for t in targets if before[t.name] is not None and (
+        not t.version or t.satisfied_by(mgr, before[t.name]))} | {n for n in names if left_before[n] is not None})
     if not todo:
         ret["comment"] = "None of the targeted packages are installed" + (
             " or partially installed" if purge else "")
@@ -378,13 +506,20 @@ def _uninstall(ctx: StateContext, name: str, version: Any, pkgs: Any, purge: boo
         mgr.remove(todo, purge)
     except (PkgError, cmdrun.CommandError) as exc:
         error = str(exc)
-    after = mgr.installed([t.name for t in targets])
-    ret["changes"] = _diff(before, after)
-    failed = [n for n in todo if after[n] is not None]
+    after = mgr.installed(names)
+    left_after = mgr.leftovers(names) if purge else dict.fromkeys(names)
+    if purge and mgr.name == "apt":  # Salt's apt purge reports both package lists
+        ret["changes"] = {"removed": _diff(left_before, left_after), "installed": _diff(before, after)}
+    else:
+        ret["changes"] = _diff(before, after)
+    failed = [n for n in todo if after[n] is not None or left_after[n] is not None]
     if failed:
         ret["result"] = False
-        ret["comment"] = f"The following packages failed to {action}: {', '.join(failed)}" + (
+        ret["comment"] = f"The following packages failed to {action}: {', '.join(failed)}." + (
             f"\n{error}" if error else "")
+    elif skipped := sorted({n for n in names if n not in todo}):
+        ret["comment"] = (f"The following packages were not installed: {', '.join(skipped)} "
+                          f"The following packages were {action}d: {', '.join(todo)}.")
     else:
         ret["comment"] = f"All targeted packages were {action}d."
     return ret
