@@ -178,6 +178,14 @@ def report(args: argparse.Namespace, rounds: list[dict[str, Any]], cli: dict[str
         rows.append(["peak RSS of that process", common.mib(cli["saltpan_rss"]), common.mib(cli["salt_rss"]),
                      "-", date, machine])
     lines = [common.table(["workload", "saltpan", "Salt 3008.3", "ratio", "date", "machine"], rows), ""]
+    if sp_rate and salt_rate:
+        x = sp_rate / salt_rate
+        target = (f"- Targets (issue 2): at least 30x Salt's in-process throughput: **{'met' if x >= 30 else 'missed'}** "
+                  f"({x:.0f}x, 1 process)")
+        if cli:
+            target += (f"; `saltpan compile --minion web01` under 0.2 s whole process: "
+                       f"**{'met' if cli['saltpan'] < 0.2 else 'missed'}** ({cli['saltpan']:.3f} s)")
+        lines.append(target + ".")
     lines.append(f"- In-process figures: medians of {len(rounds)} alternating rounds (saltpan: each round's figure is "
                  f"the median of {args.saltpan_repeats} fresh processes); throughput counts the "
                  "compile loop only (saltpan setup "

@@ -93,11 +93,16 @@ def bench_size(size: int, rounds: int, fleet: common.Fleet, scratch: Path, bin_d
 def report(results: dict[int, dict[str, dict[str, list[float]]]], rounds: int, ids_note: str,
            log: list[str], load_before: str) -> str:
     rows = ["| minions | run | saltpan (median) | Salt (median) | Salt / saltpan |", "| --- | --- | --- | --- | --- |"]
+    ratios: list[float] = []
     for size, by_system in results.items():
         for run in ("first", "second"):
             ours = statistics.median(by_system["saltpan"][run])
             theirs = statistics.median(by_system["Salt"][run])
             rows.append(f"| {size} | {run} | {ours:.2f} s | {theirs:.2f} s | **{theirs / ours:.1f}x** |")
+            ratios.append(theirs / ours)
+    lowest = min(ratios)
+    rows += ["", f"- Target (issue 6): at least 5x Salt: **{'met' if lowest >= 5 else 'missed'}** "
+                 f"(lowest ratio {lowest:.1f}x)."]
     return "\n".join([
         f"`python bench/remote_highstate.py` on {common.today()}, {common.machine()}; load average before the run "
         f"{load_before} (1/5/15 min; the machine is shared with other work), {rounds} rounds, "
