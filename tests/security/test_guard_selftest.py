@@ -89,8 +89,8 @@ def test_guard_catches_a_master_process_that_died(lab: Lab) -> None:
 
 
 def test_guard_catches_file_descriptors_held_after_the_attack(lab: Lab) -> None:
-    """MAX_FD_GROWTH + 16 connections to the ret port, opened during the attack and still open when it is
-    verified: the ReqServer holds that many more descriptors than the bound allows."""
+    """MAX_FD_GROWTH + 16 connections to the ret port, opened during the attack and still open
+    when it is verified: the ReqServer holds more new descriptors than MAX_FD_GROWTH allows."""
     req_server = next(pid for pid, name in lab.master_processes().items() if name == "ReqServer")
     fds_before = _fds(req_server)
     held: list[socket.socket] = []
