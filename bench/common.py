@@ -10,6 +10,7 @@ import json
 import os
 import platform
 import re
+import socket
 import statistics
 import subprocess
 import time
@@ -106,6 +107,39 @@ def sample_ids(ids: Sequence[str], count: int, always: Sequence[str] = ()) -> li
         if minion_id not in picked:
             picked.append(minion_id)
     return picked
+
+
+# -- daemons on 127.0.0.1 ----------------------------------------------------------------
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def port_open(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(0.2)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def username() -> str:
+    """The user this process runs as (what daemon configs name in ``user``)."""
+    import pwd
+
+    return pwd.getpwuid(os.geteuid()).pw_name
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float, interval: float = 0.2, what: str = "condition") -> Any:
+    """predicate's first truthy value, polled every interval s; TimeoutError after timeout s."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = predicate()
+        if last:
+            return last
+        time.sleep(interval)
+    raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what} (last: {str(last)[:300]})")
 
 
 # -- timing and memory -----------------------------------------------------------------

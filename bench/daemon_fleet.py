@@ -11,16 +11,25 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from common import REPO_DIR, Fleet, bench_env, load_minions, sample_ids
+from common import (
+    REPO_DIR,
+    Fleet,
+    bench_env,
+    free_port,
+    load_minions,
+    port_open,
+    sample_ids,
+    username,
+    wait_for,
+)
 
 FIRST_MINION = "web-0001"
 
@@ -33,23 +42,6 @@ def pick_minions(fleet: Fleet, count: int) -> list[str]:
 
 
 # -- processes -----------------------------------------------------------------------------
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def wait_for(predicate: Callable[[], Any], timeout: float, interval: float = 0.3, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = predicate()
-        if last:
-            return last
-        time.sleep(interval)
-    raise RuntimeError(f"timed out after {timeout:.0f} s waiting for {what} (last: {str(last)[:300]})")
-
 
 class Daemon:
     def __init__(self, name: str, argv: list[str], log: Path, env: dict[str, str] | None = None):
@@ -222,7 +214,7 @@ class SaltpanCluster(Cluster):
         self.master_conf.write_text(json.dumps(master, indent=2))
         self.master = Daemon("master", self.cli("master", "-c", str(self.master_conf)), logs / "master.out")
         self.master.start()
-        wait_for(lambda: port_open(self.ret_port), 30, what="saltpan master port")
+        wait_for(lambda: port_open(self.ret_port), 30, interval=0.3, what="saltpan master port")
         for minion_id in self.ids:
             conf = {
                 "id": minion_id, "root_dir": str(self.minion_root(minion_id)), "master": "127.0.0.1",
@@ -276,7 +268,7 @@ class SaltCluster(Cluster):
         logs = self.scratch / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         root = self.scratch / "master"
-        user = _username()
+        user = username()
         master = {
             "root_dir": str(root), "pki_dir": str(root / "pki"), "cachedir": str(root / "cache"),
             "sock_dir": str(root / "sock"), "log_file": str(logs / "master.log"), "log_level_logfile": "warning",
@@ -290,7 +282,7 @@ class SaltCluster(Cluster):
         self.master = Daemon("master", [str(self.bin / "salt-master"), "-c", str(self.master_dir), "-l", "quiet"],
                              logs / "master.out")
         self.master.start()
-        wait_for(lambda: port_open(self.ret_port), 60, what="Salt master port")
+        wait_for(lambda: port_open(self.ret_port), 60, interval=0.3, what="Salt master port")
         for minion_id in self.ids:
             mroot = self.minion_root(minion_id)
             conf = {
@@ -325,18 +317,6 @@ class SaltCluster(Cluster):
         if run.minions != len(self.ids) and err.strip():
             run.problems.append(err.strip()[:500])
         return run
-
-
-def port_open(port: int) -> bool:
-    with socket.socket() as sock:
-        sock.settimeout(0.2)
-        return sock.connect_ex(("127.0.0.1", port)) == 0
-
-
-def _username() -> str:
-    import pwd
-
-    return pwd.getpwuid(os.geteuid()).pw_name
 
 
 # -- reporting ----------------------------------------------------------------------------

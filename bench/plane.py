@@ -13,12 +13,11 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,24 +25,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 import salt_venv  # noqa: E402
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def wait_for(predicate: Callable[[], Any], timeout: float, interval: float = 0.2, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = predicate()
-        if last:
-            return last
-        time.sleep(interval)
-    raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what} (last: {str(last)[:300]})")
-
+from common import free_port, port_open, username, wait_for  # noqa: E402
 
 # -- processes and memory ------------------------------------------------------------------
 
@@ -106,8 +88,8 @@ class Daemon:
             return ""
 
 
-def children_map() -> dict[int, list[int]]:
-    out: dict[int, list[int]] = {}
+def proc_stats() -> Iterator[tuple[int, list[str]]]:
+    """(pid, the /proc/<pid>/stat fields after the command name) of every process still there."""
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -116,7 +98,13 @@ def children_map() -> dict[int, list[int]]:
                 fields = fh.read().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        out.setdefault(int(fields[1]), []).append(int(entry))
+        yield int(entry), fields
+
+
+def children_map() -> dict[int, list[int]]:
+    out: dict[int, list[int]] = {}
+    for pid, fields in proc_stats():
+        out.setdefault(int(fields[1]), []).append(pid)
     return out
 
 
@@ -165,19 +153,15 @@ def tree_memory(pid: int) -> Memory:
 def leftovers(pgids: set[int]) -> list[str]:
     """Processes still alive in any of these process groups, as "pid cmdline" lines."""
     out = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
+    for pid, fields in proc_stats():
+        if int(fields[2]) not in pgids or fields[0] == "Z":
             continue
         try:
-            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as fh:
-                fields = fh.read().rsplit(")", 1)[1].split()
-            if int(fields[2]) not in pgids or fields[0] == "Z":
-                continue
-            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
                 cmdline = fh.read().replace(b"\0", b" ").decode(errors="replace").strip()
-            out.append(f"{entry} {cmdline}")
         except OSError:
             continue
+        out.append(f"{pid} {cmdline}")
     return out
 
 
@@ -219,7 +203,7 @@ class Cluster:
         }
         if self.kind == "salt":
             conf["pidfile"] = str(root / "master.pid")
-            conf["user"] = common_user()
+            conf["user"] = username()
         conf.update(extra)
         conf_dir = self.base / "master-conf"
         conf_dir.mkdir(parents=True, exist_ok=True)
@@ -244,7 +228,7 @@ class Cluster:
         if self.kind == "salt":
             conf["sock_dir"] = str(root / "sock")
             conf["pidfile"] = str(root / "minion.pid")
-            conf["user"] = common_user()
+            conf["user"] = username()
             conf["acceptance_wait_time"] = 1
         else:
             conf["sock_dir"] = str(self.sock_dir / minion_id)
@@ -340,18 +324,6 @@ class Cluster:
             self.master.stop()
         if self.kind == "saltpan":
             shutil.rmtree(self.sock_dir, ignore_errors=True)
-
-
-def common_user() -> str:
-    import pwd
-
-    return pwd.getpwuid(os.geteuid()).pw_name
-
-
-def port_open(port: int) -> bool:
-    with socket.socket() as sock:
-        sock.settimeout(0.2)
-        return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
 def parse_returns(stdout: str) -> dict[str, Any]:
