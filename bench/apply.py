@@ -55,8 +55,7 @@ def setup(fleet: common.Fleet, scratch: Path, saltpan_bin: Path) -> dict[str, di
         base = scratch / impl
         grains = dict(common.load_minions(fleet, scratch / "sandbox"))[MINION]
         grains.pop("id", None)
-        config = common.write_minion_config(base / "conf", base, {"base": [str(fleet.pillar_dir)]},
-                                            {"base": [str(fleet.states_dir)]}, MINION, grains)
+        config = common.write_fleet_config(base / "conf", base, fleet, MINION, grains)
         if impl == "saltpan":
             argv = [str(saltpan_bin), "call", "--local", "-c", str(config), "state.apply", "--out", "json"]
         else:

@@ -17,7 +17,9 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_DIR = BENCH_DIR.parent
@@ -107,6 +109,40 @@ def sample_ids(ids: Sequence[str], count: int, always: Sequence[str] = ()) -> li
         if minion_id not in picked:
             picked.append(minion_id)
     return picked
+
+
+# -- the compile helpers' command line (bench/*_helper.py) ------------------------------------
+
+def add_helper_args(parser: Any, sample_help: str | None = None) -> None:
+    """--fleet-dir, --scratch, --out, --sample and --limit, which every compile helper takes."""
+    add_fleet_args(parser)
+    parser.add_argument("--scratch", type=Path, required=True)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--sample", default="", help=sample_help)
+    parser.add_argument("--limit", type=int, default=0, help="only the first N minions")
+
+
+def helper_minions(args: Any, sandbox: Path) -> tuple[Fleet, list[tuple[str, dict[str, Any]]], set[str]]:
+    """The fleet, its minions (the first --limit; sandboxes under sandbox) and the --sample ids."""
+    fleet = locate_fleet(args.fleet_dir)
+    minions = load_minions(fleet, sandbox)
+    if args.limit:
+        minions = minions[: args.limit]
+    return fleet, minions, set(filter(None, args.sample.split(",")))
+
+
+def profiled(path: Path | None, fn: Callable[[], T]) -> T:
+    """fn(), under cProfile with the stats written to path when path is given."""
+    if not path:
+        return fn()
+    import cProfile
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    result = fn()
+    profiler.disable()
+    profiler.dump_stats(str(path))
+    return result
 
 
 # -- daemons on 127.0.0.1 ----------------------------------------------------------------
@@ -374,3 +410,10 @@ def write_minion_config(conf_dir: Path, scratch: Path, pillar_roots: dict[str, l
     path = conf_dir / "minion"
     path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
     return path
+
+
+def write_fleet_config(conf_dir: Path, scratch: Path, fleet: Fleet, minion_id: str | None = None,
+                       grains: dict[str, Any] | None = None) -> Path:
+    """write_minion_config with the fleet's pillar and state trees as pillar_roots and file_roots (base)."""
+    return write_minion_config(conf_dir, scratch, {"base": [str(fleet.pillar_dir)]},
+                               {"base": [str(fleet.states_dir)]}, minion_id, grains)

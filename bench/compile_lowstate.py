@@ -69,8 +69,7 @@ def cli_workload(fleet: common.Fleet, scratch: Path, saltpan_bin: Path) -> dict[
     minion_id = REFERENCE_MINION
     grains = dict(common.load_minions(fleet, scratch))[minion_id]
     grains.pop("id", None)
-    config = common.write_minion_config(scratch / "cli-conf", scratch, {"base": [str(fleet.pillar_dir)]},
-                                        {"base": [str(fleet.states_dir)]}, minion_id, grains)
+    config = common.write_fleet_config(scratch / "cli-conf", scratch, fleet, minion_id, grains)
     salt_call = salt_venv.venv_dir() / "bin" / "salt-call"
     return {
         "minion": minion_id,

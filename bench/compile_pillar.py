@@ -103,8 +103,7 @@ def cli_workload(fleet: common.Fleet, scratch: Path, saltpan_bin: Path) -> dict[
         minion_id = REFERENCE_MINION
         grains = dict(common.load_minions(fleet, scratch))[minion_id]
         grains.pop("id", None)
-        config = common.write_minion_config(conf_dir, scratch, {"base": [str(fleet.pillar_dir)]},
-                                            {"base": [str(fleet.states_dir)]}, minion_id, grains)
+        config = common.write_fleet_config(conf_dir, scratch, fleet, minion_id, grains)
         saltpan_argv = [str(saltpan_bin), "compile", "--config", str(config), "--minion", minion_id,
                         "--show", "pillar", "--out", "json"]
         tree = f"the bench fleet's tree (no shipped pillar_roots/ in the repository yet), minion {minion_id}"

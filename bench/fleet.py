@@ -114,8 +114,7 @@ def prepare(fleet: common.Fleet, scratch: Path, limit: int) -> tuple[Path, Path,
         minions = minions[:limit]
     fleet_file = scratch / "fleet.json"
     fleet_file.write_text(json.dumps({"minions": [{"id": m, "grains": g} for m, g in minions]}), encoding="utf-8")
-    conf = common.write_minion_config(scratch / "conf", scratch, {"base": [str(fleet.pillar_dir)]},
-                                      {"base": [str(fleet.states_dir)]})
+    conf = common.write_fleet_config(scratch / "conf", scratch, fleet)
     return conf, fleet_file, [m for m, _ in minions]
 
 

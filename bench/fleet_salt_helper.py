@@ -22,31 +22,21 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
+from pillar_salt_helper import minion_opts  # noqa: E402
 
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    common.add_fleet_args(parser)
-    parser.add_argument("--scratch", type=Path, required=True)
-    parser.add_argument("--out", type=Path, required=True)
+    common.add_helper_args(parser, "comma-separated minion ids whose result to write out")
     parser.add_argument("--show", choices=["pillar", "lowstate"], default="pillar")
-    parser.add_argument("--limit", type=int, default=0, help="only the first N minions")
-    parser.add_argument("--sample", default="", help="comma-separated minion ids whose result to write out")
     args = parser.parse_args()
     logging.disable(logging.CRITICAL)
 
-    import salt.config
     import salt.pillar
     import salt.state
 
-    fleet = common.locate_fleet(args.fleet_dir)
-    minions = common.load_minions(fleet, args.scratch / "sandbox")
-    if args.limit:
-        minions = minions[: args.limit]
-    sample = set(filter(None, args.sample.split(",")))
-    path = common.write_minion_config(args.scratch / "salt-conf", args.scratch, {"base": [str(fleet.pillar_dir)]},
-                                      {"base": [str(fleet.states_dir)]})
-    opts = salt.config.minion_config(str(path))
+    fleet, minions, sample = common.helper_minions(args, args.scratch / "sandbox")
+    opts = minion_opts(args.scratch, fleet)
     results = {}
     errors = 0
     start = time.perf_counter()

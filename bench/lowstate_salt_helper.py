@@ -27,14 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
-
-
-def minion_opts(scratch: Path, fleet: common.Fleet) -> dict:
-    import salt.config
-
-    path = common.write_minion_config(scratch / "salt-conf", scratch, {"base": [str(fleet.pillar_dir)]},
-                                      {"base": [str(fleet.states_dir)]})
-    return salt.config.minion_config(str(path))
+from pillar_salt_helper import minion_opts  # noqa: E402
 
 
 def fresh_lowstate(opts: dict, file_client, minion_id: str, grains: dict):
@@ -62,21 +55,13 @@ def compile_chunks(highstate, pillar: dict):
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    common.add_fleet_args(parser)
-    parser.add_argument("--scratch", type=Path, required=True)
-    parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--sample", default="", help="comma-separated minion ids whose lowstate to write out")
-    parser.add_argument("--limit", type=int, default=0, help="only the first N minions")
+    common.add_helper_args(parser, "comma-separated minion ids whose lowstate to write out")
     args = parser.parse_args()
     logging.disable(logging.CRITICAL)
 
     import salt.state  # noqa: F401 - imported before the clock starts
 
-    fleet = common.locate_fleet(args.fleet_dir)
-    minions = common.load_minions(fleet, args.scratch)
-    if args.limit:
-        minions = minions[: args.limit]
-    sample = set(filter(None, args.sample.split(",")))
+    fleet, minions, sample = common.helper_minions(args, args.scratch)
     setup_start = time.perf_counter()
     opts = minion_opts(args.scratch, fleet)
     import salt.fileclient

@@ -27,9 +27,7 @@ def build(fleet: common.Fleet, scratch: Path):
     """opts, pillar compiler and state compiler, from a config naming the fleet's trees."""
     from runtime import compile_cmd, pipeline
 
-    path = common.write_minion_config(scratch / "saltpan-conf", scratch, {"base": [str(fleet.pillar_dir)]},
-                                      {"base": [str(fleet.states_dir)]})
-    opts = compile_cmd.load_opts(str(path))
+    opts = compile_cmd.load_opts(str(common.write_fleet_config(scratch / "saltpan-conf", scratch, fleet)))
     return opts, compile_cmd.pillar_compiler(opts), pipeline.state_compiler(opts)
 
 
@@ -57,33 +55,17 @@ def compile_all(opts, pillar_compiler, state_compiler, minions, sample: set[str]
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    common.add_fleet_args(parser)
-    parser.add_argument("--scratch", type=Path, required=True)
-    parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--sample", default="")
-    parser.add_argument("--limit", type=int, default=0)
+    common.add_helper_args(parser)
     parser.add_argument("--profile", type=Path, default=None, help="write a cProfile of the compile loop here")
     args = parser.parse_args()
 
-    fleet = common.locate_fleet(args.fleet_dir)
-    minions = common.load_minions(fleet, args.scratch)
-    if args.limit:
-        minions = minions[: args.limit]
-    sample = set(filter(None, args.sample.split(",")))
+    fleet, minions, sample = common.helper_minions(args, args.scratch)
     setup_start = time.perf_counter()
     opts, pillar_compiler, state_compiler = build(fleet, args.scratch)
     setup = time.perf_counter() - setup_start
     start = time.perf_counter()
-    if args.profile:
-        import cProfile
-
-        profiler = cProfile.Profile()
-        profiler.enable()
-        errors, lowstates = compile_all(opts, pillar_compiler, state_compiler, minions, sample)
-        profiler.disable()
-        profiler.dump_stats(str(args.profile))
-    else:
-        errors, lowstates = compile_all(opts, pillar_compiler, state_compiler, minions, sample)
+    errors, lowstates = common.profiled(
+        args.profile, lambda: compile_all(opts, pillar_compiler, state_compiler, minions, sample))
     seconds = time.perf_counter() - start
     result = {"minions": len(minions), "seconds": seconds, "setup_seconds": setup, "errors": errors,
               "lowstates": lowstates, "rss_kib_end": common.current_rss_kib()}

@@ -27,8 +27,7 @@ def build_compiler(fleet: common.Fleet, scratch: Path):
     """The compiler ``saltpan compile --config`` builds, from a config naming the fleet's trees."""
     from runtime import compile_cmd
 
-    path = common.write_minion_config(scratch / "saltpan-conf", scratch, {"base": [str(fleet.pillar_dir)]},
-                                      {"base": [str(fleet.states_dir)]})
+    path = common.write_fleet_config(scratch / "saltpan-conf", scratch, fleet)
     return compile_cmd.pillar_compiler(compile_cmd.load_opts(str(path)))
 
 
@@ -77,20 +76,12 @@ def compile_parallel(compiler, minions, jobs: int) -> int:
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    common.add_fleet_args(parser)
-    parser.add_argument("--scratch", type=Path, required=True)
-    parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--sample", default="")
-    parser.add_argument("--limit", type=int, default=0)
+    common.add_helper_args(parser)
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--profile", type=Path, default=None, help="write a cProfile of the compile loop here")
     args = parser.parse_args()
 
-    fleet = common.locate_fleet(args.fleet_dir)
-    minions = common.load_minions(fleet, args.scratch)
-    if args.limit:
-        minions = minions[: args.limit]
-    sample = set(filter(None, args.sample.split(",")))
+    fleet, minions, sample = common.helper_minions(args, args.scratch)
     setup_start = time.perf_counter()
     compiler = build_compiler(fleet, args.scratch)
     setup = time.perf_counter() - setup_start
@@ -98,16 +89,8 @@ def main() -> int:
     start = time.perf_counter()
     if args.jobs > 1:
         errors = compile_parallel(compiler, minions, args.jobs)
-    elif args.profile:
-        import cProfile
-
-        profiler = cProfile.Profile()
-        profiler.enable()
-        errors, pillars = compile_all(compiler, minions, sample)
-        profiler.disable()
-        profiler.dump_stats(str(args.profile))
     else:
-        errors, pillars = compile_all(compiler, minions, sample)
+        errors, pillars = common.profiled(args.profile, lambda: compile_all(compiler, minions, sample))
     seconds = time.perf_counter() - start
     result = {"minions": len(minions), "seconds": seconds, "setup_seconds": setup, "jobs": args.jobs,
               "errors": errors, "pillars": pillars, "rss_kib_end": common.current_rss_kib()}
