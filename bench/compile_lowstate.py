@@ -24,17 +24,28 @@ CLIs' outputs with each other, and prints every difference.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 import salt_venv  # noqa: E402
-from compile_pillar import run_helper, shown  # noqa: E402
+from compile_pillar import (  # noqa: E402
+    compare_samples,
+    comparison_lines,
+    in_process_line,
+    median_run,
+    ratio,
+    round_line,
+    round_median,
+    run_cli,
+    run_helper,
+    shown,
+)
 
 SECTION = "Lowstate compile (bench/compile_lowstate.py)"
 REFERENCE_MINION = "web-0001"
@@ -42,23 +53,10 @@ REFERENCE_MINION = "web-0001"
 
 def compare_lowstates(saltpan: dict[str, Any], salt: dict[str, Any] | None, fleet: common.Fleet,
                       scratch: Path) -> list[str]:
-    """Differences between saltpan's and Salt's lowstates (and Salt's stored reference)."""
-    problems: list[str] = []
-    if salt is not None:
-        for minion_id in sorted(saltpan):
-            if minion_id not in salt:
-                problems.append(f"{minion_id}: Salt's lowstate is missing")
-                continue
-            for diff in common.diff_paths(saltpan[minion_id], salt[minion_id]):
-                problems.append(f"{minion_id}: {diff}")
+    """Differences between saltpan's and Salt's lowstates (and Salt's stored reference, which must be there)."""
+    problems = compare_samples("lowstate", saltpan, salt, fleet, scratch)
     ref_file = fleet.reference_dir / f"lowstate-{REFERENCE_MINION}.json"
-    if ref_file.exists() and REFERENCE_MINION in saltpan:
-        reference = json.loads(ref_file.read_text(encoding="utf-8"))
-        reference = reference.get("local", reference) if isinstance(reference, dict) else reference
-        reference = common.replace_placeholder(reference, common.sandbox_for(scratch, REFERENCE_MINION))
-        for diff in common.diff_paths(saltpan[REFERENCE_MINION], common.canonical(reference)):
-            problems.append(f"{REFERENCE_MINION} vs salt-reference/: {diff.replace('Salt ', 'reference ')}")
-    elif REFERENCE_MINION in saltpan:
+    if REFERENCE_MINION in saltpan and not ref_file.exists():
         problems.append(f"{ref_file} is missing: web-0001 not checked against Salt's reference")
     return problems
 
@@ -79,29 +77,6 @@ def cli_workload(fleet: common.Fleet, scratch: Path, saltpan_bin: Path) -> dict[
     }
 
 
-def run_cli(workload: dict[str, Any], runs: int) -> dict[str, Any]:
-    times: dict[str, list[float]] = {"saltpan": [], "salt": []}
-    rss: dict[str, list[int]] = {"saltpan": [], "salt": []}
-    outputs: dict[str, Any] = {}
-    for name in ("saltpan", "salt"):  # warm-up, untimed: page cache, and .pyc files where missing
-        common.run_process(workload[name], cwd=str(common.REPO_DIR), timeout=300)
-    for index in range(runs):
-        order = ("saltpan", "salt") if index % 2 == 0 else ("salt", "saltpan")
-        for name in order:
-            run = common.run_process(workload[name], cwd=str(common.REPO_DIR), timeout=300)
-            if run.returncode != 0:
-                raise SystemExit(f"{' '.join(workload[name])} failed (exit {run.returncode}):\n{run.stderr[-3000:]}")
-            times[name].append(run.seconds)
-            rss[name].append(run.max_rss_kib)
-            outputs.setdefault(name, json.loads(run.stdout))
-    salt_low = outputs["salt"].get("local", outputs["salt"])
-    return {
-        "saltpan": common.median(times["saltpan"]), "salt": common.median(times["salt"]),
-        "saltpan_rss": common.median(rss["saltpan"]), "salt_rss": common.median(rss["salt"]),
-        "diffs": common.diff_paths(common.canonical(outputs["saltpan"]), common.canonical(salt_low)),
-    }
-
-
 # -- report ------------------------------------------------------------------------------------
 
 def rss_ratio(saltpan: float | None, salt: float | None) -> str:
@@ -115,11 +90,7 @@ def rss_ratio(saltpan: float | None, salt: float | None) -> str:
 def report(args: argparse.Namespace, rounds: list[dict[str, Any]], cli: dict[str, Any] | None,
            workload: dict[str, Any] | None, problems: list[str], sample: list[str]) -> str:
     def med(key: str, field: str) -> float | None:
-        values = [r[key][field] for r in rounds if r.get(key)]
-        return common.median(values) if values else None
-
-    def ratio(a: float | None, b: float | None) -> str:
-        return f"{a / b:.0f}x" if a and b else "-"
+        return round_median(rounds, key, field)
 
     date, machine = common.today(), common.machine()
     sp_rate, salt_rate = med("saltpan", "rate"), med("salt", "rate")
@@ -141,11 +112,7 @@ def report(args: argparse.Namespace, rounds: list[dict[str, Any]], cli: dict[str
     lines.append("- Target (issue 3): at least 20x Salt in-process; "
                  + (f"**{'met' if sp_rate / salt_rate >= 20 else 'missed'}** ({sp_rate / salt_rate:.0f}x)."
                     if salt_rate else "not measured."))
-    lines.append(f"- In-process figures: medians of {len(rounds)} alternating rounds (saltpan: each round's figure is "
-                 f"the median of {args.saltpan_repeats} fresh processes); throughput counts the compile loop only "
-                 f"(saltpan setup {med('saltpan', 'setup_seconds') * 1000:.0f} ms; whole helper process saltpan "
-                 f"{med('saltpan', 'process_seconds'):.2f} s"
-                 + (f", Salt {med('salt', 'process_seconds'):.1f} s" if salt_rate else "") + ").")
+    lines.append(in_process_line(args, rounds))
     per_round = [r["saltpan"]["rate"] / r["salt"]["rate"] for r in rounds if r.get("salt")]
     if per_round:
         lines.append("- Ratio per round: " + ", ".join(f"{x:.0f}x" for x in per_round)
@@ -162,14 +129,7 @@ def report(args: argparse.Namespace, rounds: list[dict[str, Any]], cli: dict[str
     if cli and workload:
         lines.append(f"- Whole process: median of {args.cli_runs} alternating runs each after one untimed warm-up, "
                      f"bytecode caching on; `{shown(workload['saltpan'])}` against `{shown(workload['salt'])}`.")
-    checked = f"{len(sample)} minions ({', '.join(sample[:3])}, ...)" if sample else "no minions"
-    if problems:
-        lines.append(f"- Lowstate comparison over {checked}: **{len(problems)} difference(s)**:")
-        lines += [f"  - {p}" for p in problems[:20]]
-    else:
-        lines.append(f"- Lowstate comparison: saltpan's lowstate equals Salt's for {checked}"
-                     + (f", and {REFERENCE_MINION}'s equals bench-fleet/salt-reference/" if sample else "")
-                     + (" and the two CLIs print the same lowstate" if cli and not cli["diffs"] else "") + ".")
+    lines += comparison_lines("lowstate", problems, sample, cli)
     return "\n".join(lines)
 
 
@@ -218,15 +178,10 @@ def main(argv: list[str] | None = None) -> int:
                 result[step] = run_helper(salt_python, "lowstate_salt_helper.py", fleet, scratch, out, sample,
                                           args.limit)
             else:
-                runs = [run_helper(saltpan_python, "lowstate_saltpan_helper.py", fleet, scratch, out, sample,
-                                   args.limit) for _ in range(max(1, args.saltpan_repeats))]
-                runs.sort(key=lambda r: r["rate"])
-                result[step] = runs[len(runs) // 2]
-                result[step]["lowstates"] = runs[0]["lowstates"]
-            r = result[step]
-            print(f"round {index + 1}/{args.rounds} {step:8}: {r['rate']:8.1f} minions/s "
-                  f"({r['minions']} in {r['seconds']:.2f} s, peak RSS {common.mib(r['max_rss_kib'])}, "
-                  f"{r['errors']} with errors)", flush=True)
+                result[step] = median_run(partial(run_helper, saltpan_python, "lowstate_saltpan_helper.py", fleet,
+                                                  scratch, out, sample, args.limit),
+                                          args.saltpan_repeats, "lowstates")
+            print(round_line(index, args.rounds, step, result[step]), flush=True)
         rounds.append(result)
 
     problems = compare_lowstates(rounds[0]["saltpan"]["lowstates"],

@@ -28,6 +28,8 @@ import json
 import os
 import shutil
 import sys
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -58,21 +60,40 @@ def run_helper(python: Path, helper: str, fleet: common.Fleet, scratch: Path, ou
     return data
 
 
-def compare_pillars(saltpan: dict[str, Any], salt: dict[str, Any] | None, fleet: common.Fleet,
+def median_run(run: Callable[[], dict[str, Any]], repeats: int, samples_key: str) -> dict[str, Any]:
+    """The median (by rate) of repeats fresh helper runs, carrying the slowest run's samples.
+
+    saltpan's run lasts about a second, so one burst of other work on the machine swings it:
+    take the median of a few fresh processes (Salt's 100 s run averages such bursts out).
+    """
+    runs = sorted((run() for _ in range(max(1, repeats))), key=lambda r: r["rate"])
+    median = runs[len(runs) // 2]
+    median[samples_key] = runs[0][samples_key]
+    return median
+
+
+def round_line(index: int, rounds: int, step: str, r: dict[str, Any]) -> str:
+    return (f"round {index + 1}/{rounds} {step:8}: {r['rate']:8.1f} minions/s "
+            f"({r['minions']} in {r['seconds']:.2f} s, peak RSS {common.mib(r['max_rss_kib'])}, "
+            f"{r['errors']} with errors)")
+
+
+def compare_samples(what: str, saltpan: dict[str, Any], salt: dict[str, Any] | None, fleet: common.Fleet,
                     scratch: Path) -> list[str]:
-    """Differences between saltpan's and Salt's pillars (and Salt's stored reference)."""
+    """Differences between saltpan's and Salt's ``what`` (pillar, lowstate) per sampled minion, and
+    REFERENCE_MINION's against Salt's stored ``salt-reference/<what>-<id>.json`` when there is one."""
     problems: list[str] = []
     if salt is not None:
         for minion_id in sorted(saltpan):
             if minion_id not in salt:
-                problems.append(f"{minion_id}: Salt's pillar is missing")
+                problems.append(f"{minion_id}: Salt's {what} is missing")
                 continue
             for diff in common.diff_paths(saltpan[minion_id], salt[minion_id]):
                 problems.append(f"{minion_id}: {diff}")
-    ref_file = fleet.reference_dir / f"pillar-{REFERENCE_MINION}.json"
+    ref_file = fleet.reference_dir / f"{what}-{REFERENCE_MINION}.json"
     if ref_file.exists() and REFERENCE_MINION in saltpan:
         reference = json.loads(ref_file.read_text(encoding="utf-8"))
-        reference = reference.get("local", reference)
+        reference = reference.get("local", reference) if isinstance(reference, dict) else reference
         reference = common.replace_placeholder(reference, common.sandbox_for(scratch, REFERENCE_MINION))
         for diff in common.diff_paths(saltpan[REFERENCE_MINION], common.canonical(reference)):
             problems.append(f"{REFERENCE_MINION} vs salt-reference/: {diff.replace('Salt ', 'reference ')}")
@@ -127,11 +148,11 @@ def run_cli(workload: dict[str, Any], runs: int) -> dict[str, Any]:
             times[name].append(run.seconds)
             rss[name].append(run.max_rss_kib)
             outputs.setdefault(name, json.loads(run.stdout))
-    salt_pillar = outputs["salt"].get("local", outputs["salt"])
+    salt_out = outputs["salt"].get("local", outputs["salt"])
     return {
         "saltpan": common.median(times["saltpan"]), "salt": common.median(times["salt"]),
         "saltpan_rss": common.median(rss["saltpan"]), "salt_rss": common.median(rss["salt"]),
-        "diffs": common.diff_paths(common.canonical(outputs["saltpan"]), common.canonical(salt_pillar)),
+        "diffs": common.diff_paths(common.canonical(outputs["saltpan"]), common.canonical(salt_out)),
     }
 
 
@@ -148,21 +169,46 @@ def shown(argv: list[str]) -> str:
     return " ".join(out)
 
 
+def round_median(rounds: list[dict[str, Any]], key: str, field: str) -> float | None:
+    """The median of one figure over the rounds that ran key (None when none did)."""
+    values = [r[key][field] for r in rounds if r.get(key)]
+    return common.median(values) if values else None
+
+
+def ratio(a: float | None, b: float | None) -> str:
+    return f"{a / b:.0f}x" if a and b else "-"
+
+
+def in_process_line(args: argparse.Namespace, rounds: list[dict[str, Any]]) -> str:
+    salt_process = round_median(rounds, "salt", "process_seconds")
+    return (f"- In-process figures: medians of {len(rounds)} alternating rounds (saltpan: each round's figure is "
+            f"the median of {args.saltpan_repeats} fresh processes); throughput counts the compile loop only "
+            f"(saltpan setup {round_median(rounds, 'saltpan', 'setup_seconds') * 1000:.0f} ms; whole helper process "
+            f"saltpan {round_median(rounds, 'saltpan', 'process_seconds'):.2f} s"
+            + (f", Salt {salt_process:.1f} s" if round_median(rounds, "salt", "rate") else "") + ").")
+
+
+def comparison_lines(what: str, problems: list[str], sample: list[str], cli: dict[str, Any] | None) -> list[str]:
+    """The verdict of comparing saltpan's ``what`` (pillar, lowstate) with Salt's, as report lines."""
+    checked = f"{len(sample)} minions ({', '.join(sample[:3])}, ...)" if sample else "no minions"
+    if problems:
+        return [f"- {what.capitalize()} comparison over {checked}: **{len(problems)} difference(s)**:",
+                *(f"  - {p}" for p in problems[:20])]
+    return [f"- {what.capitalize()} comparison: saltpan's {what} equals Salt's for {checked}"
+            + (f", and {REFERENCE_MINION}'s equals bench-fleet/salt-reference/" if sample else "")
+            + (f" and the two CLIs print the same {what}" if cli and not cli["diffs"] else "") + "."]
+
+
 def report(args: argparse.Namespace, rounds: list[dict[str, Any]], cli: dict[str, Any] | None,
            workload: dict[str, Any] | None, problems: list[str], sample: list[str]) -> str:
     def med(key: str, field: str) -> float | None:
-        values = [r[key][field] for r in rounds if r.get(key)]
-        return common.median(values) if values else None
+        return round_median(rounds, key, field)
 
     date, machine = common.today(), common.machine()
     rows = []
     sp_rate, salt_rate, par_rate = med("saltpan", "rate"), med("salt", "rate"), med("parallel", "rate")
     sp_rss, salt_rss = med("saltpan", "max_rss_kib"), med("salt", "max_rss_kib")
     n = rounds[0]["saltpan"]["minions"]
-
-    def ratio(a: float | None, b: float | None) -> str:
-        return f"{a / b:.0f}x" if a and b else "-"
-
     rows.append([f"pillar compile in-process, {n:,} minions, 1 process (minions/s)", f"{sp_rate:.0f}",
                  f"{salt_rate:.1f}" if salt_rate else "-", ratio(sp_rate, salt_rate), date, machine])
     if par_rate:
@@ -185,12 +231,7 @@ def report(args: argparse.Namespace, rounds: list[dict[str, Any]], cli: dict[str
             target += (f"; `saltpan compile --minion web01` under 0.2 s whole process: "
                        f"**{'met' if cli['saltpan'] < 0.2 else 'missed'}** ({cli['saltpan']:.3f} s)")
         lines.append(target + ".")
-    lines.append(f"- In-process figures: medians of {len(rounds)} alternating rounds (saltpan: each round's figure is "
-                 f"the median of {args.saltpan_repeats} fresh processes); throughput counts the "
-                 "compile loop only (saltpan setup "
-                 f"{med('saltpan', 'setup_seconds') * 1000:.0f} ms; whole helper process saltpan "
-                 f"{med('saltpan', 'process_seconds'):.2f} s"
-                 + (f", Salt {med('salt', 'process_seconds'):.1f} s" if salt_rate else "") + ").")
+    lines.append(in_process_line(args, rounds))
     per_round = [r["saltpan"]["rate"] / r["salt"]["rate"] for r in rounds if r.get("salt")]
     if per_round:
         lines.append("- Ratio per round (saltpan/Salt, 1 process): "
@@ -207,14 +248,7 @@ def report(args: argparse.Namespace, rounds: list[dict[str, Any]], cli: dict[str
         lines.append(f"- Whole process: median of {args.cli_runs} alternating runs each after one untimed warm-up, "
                      f"with bytecode caching on (PYTHONDONTWRITEBYTECODE unset), on {workload['tree']}; "
                      f"`{shown(workload['saltpan'])}` against `{shown(workload['salt'])}`.")
-    checked = f"{len(sample)} minions ({', '.join(sample[:3])}, ...)" if sample else "no minions"
-    if problems:
-        lines.append(f"- Pillar comparison over {checked}: **{len(problems)} difference(s)**:")
-        lines += [f"  - {p}" for p in problems[:20]]
-    else:
-        lines.append(f"- Pillar comparison: saltpan's pillar equals Salt's for {checked}"
-                     + (f", and {REFERENCE_MINION}'s equals bench-fleet/salt-reference/" if sample else "")
-                     + (" and the two CLIs print the same pillar" if cli and not cli["diffs"] else "") + ".")
+    lines += comparison_lines("pillar", problems, sample, cli)
     return "\n".join(lines)
 
 
@@ -260,21 +294,14 @@ def main(argv: list[str] | None = None) -> int:
                 result[step] = run_helper(salt_python, "pillar_salt_helper.py", fleet, scratch, out, sample,
                                           args.limit)
             else:
-                # saltpan's run lasts about a second, so one burst of other work on the machine swings it:
-                # take the median of a few fresh processes (Salt's 100 s run averages such bursts out)
                 extra = ["--jobs", str(args.jobs)] if step == "parallel" else []
-                runs = [run_helper(saltpan_python, "pillar_saltpan_helper.py", fleet, scratch, out, sample,
-                                   args.limit, extra) for _ in range(max(1, args.saltpan_repeats))]
-                runs.sort(key=lambda r: r["rate"])
-                result[step] = runs[len(runs) // 2]
-                result[step]["pillars"] = runs[0]["pillars"]
-            r = result[step]
-            print(f"round {index + 1}/{args.rounds} {step:8}: {r['rate']:8.1f} minions/s "
-                  f"({r['minions']} in {r['seconds']:.2f} s, peak RSS {common.mib(r['max_rss_kib'])}, "
-                  f"{r['errors']} with errors)", flush=True)
+                result[step] = median_run(partial(run_helper, saltpan_python, "pillar_saltpan_helper.py", fleet,
+                                                  scratch, out, sample, args.limit, extra),
+                                          args.saltpan_repeats, "pillars")
+            print(round_line(index, args.rounds, step, result[step]), flush=True)
         rounds.append(result)
 
-    problems = compare_pillars(rounds[0]["saltpan"]["pillars"],
+    problems = compare_samples("pillar", rounds[0]["saltpan"]["pillars"],
                                rounds[0]["salt"]["pillars"] if "salt" in rounds[0] else None, fleet, scratch)
     cli = workload = None
     if not args.saltpan_only and args.cli_runs > 0:
