@@ -181,14 +181,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=9, help="alternating rounds per implementation (default 9)")
     parser.add_argument("--no-results", action="store_true", help="do not update bench/RESULTS.md")
     args = parser.parse_args(argv)
-    load, waited = common.wait_load_below(args.wait_load)
-    print(f"load average {load:.1f} after waiting {waited:.0f} s", flush=True)
+    common.wait_quiet(args.wait_load)
     args.load_start = os.getloadavg()[0]
 
     fleet = common.locate_fleet(args.fleet_dir)
-    scratch = common.WORK_DIR / "apply"
-    shutil.rmtree(scratch, ignore_errors=True)
-    scratch.mkdir(parents=True)
+    scratch = common.fresh_scratch("apply")
     salt_venv.salt_python()
     work = setup(fleet, scratch, Path(sys.executable).parent / "saltpan")
     print(f"bench fleet: {fleet.root}; minion {MINION}; machine: {common.machine()}; "
@@ -223,11 +220,7 @@ def main(argv: list[str] | None = None) -> int:
               "first_changed": sum(ch for _, ch in summary(first["saltpan"]["states"]).values()),
               "second_changed": sum(ch for _, ch in summary(second["saltpan"]["states"]).values())}
     text = report(args, results, counts, work, problems)
-    print()
-    print(text)
-    if not args.no_results:
-        common.update_results(SECTION, text)
-        print(f"\nupdated {common.RESULTS}")
+    common.publish(SECTION, text, not args.no_results)
     return 1 if problems else 0
 
 

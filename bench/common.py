@@ -10,9 +10,11 @@ import json
 import os
 import platform
 import re
+import shutil
 import socket
 import statistics
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -259,6 +261,12 @@ def wait_load_below(limit: float, max_wait: float = 600) -> tuple[float, float]:
     return os.getloadavg()[0], time.monotonic() - start
 
 
+def wait_quiet(limit: float) -> None:
+    """wait_load_below(limit), saying how it went."""
+    load, waited = wait_load_below(limit)
+    print(f"load average {load:.1f} after waiting {waited:.0f} s", flush=True)
+
+
 def add_load_args(parser: Any) -> None:
     parser.add_argument("--wait-load", type=float, default=3.0,
                         help="first wait (at most 10 min) for the 1-minute load average to drop under this "
@@ -345,6 +353,25 @@ def update_results(title: str, body: str, path: Path = RESULTS) -> None:
     else:
         text = text.rstrip("\n") + "\n\n" + section
     path.write_text(text, encoding="utf-8")
+
+
+def publish(title: str, text: str, save: bool, left: Sequence[str] = (), path: Path = RESULTS) -> None:
+    """Print a script's report (and processes left running, on stderr); save: make it RESULTS.md's ``## title``."""
+    print()
+    print(text)
+    if left:
+        print("\nstill running after stop:\n" + "\n".join(left), file=sys.stderr)
+    if save:
+        update_results(title, text, path)
+        print(f"\nupdated {path}")
+
+
+def fresh_scratch(name: str) -> Path:
+    """``bench/.work/<name>``, emptied."""
+    scratch = WORK_DIR / name
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir(parents=True)
+    return scratch
 
 
 def canonical(data: Any) -> Any:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
 from functools import partial
 from pathlib import Path
@@ -148,14 +147,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", type=Path, default=None,
                         help="also write a cProfile of one saltpan compile loop to this file")
     args = parser.parse_args(argv)
-    load, waited = common.wait_load_below(args.wait_load)
-    print(f"load average {load:.1f} after waiting {waited:.0f} s", flush=True)
+    common.wait_quiet(args.wait_load)
     args.load_start = os.getloadavg()[0]
 
     fleet = common.locate_fleet(args.fleet_dir)
-    scratch = common.WORK_DIR / "compile_lowstate"
-    shutil.rmtree(scratch, ignore_errors=True)
-    scratch.mkdir(parents=True)
+    scratch = common.fresh_scratch("compile_lowstate")
     salt_python = None if args.saltpan_only else salt_venv.salt_python()
     saltpan_python = Path(sys.executable)
     saltpan_bin = saltpan_python.parent / "saltpan"
@@ -203,11 +199,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"profile written to {args.profile} (python -m pstats {args.profile})")
 
     text = report(args, rounds, cli, workload, problems, sample)
-    print()
-    print(text)
-    if not args.saltpan_only and not args.no_results:
-        common.update_results(SECTION, text)
-        print(f"\nupdated {common.RESULTS}")
+    common.publish(SECTION, text, not args.saltpan_only and not args.no_results)
     return 1 if problems else 0
 
 

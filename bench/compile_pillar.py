@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import sys
 from collections.abc import Callable
 from functools import partial
@@ -270,9 +269,7 @@ def main(argv: list[str] | None = None) -> int:
     args.load_start = os.getloadavg()[0]
 
     fleet = common.locate_fleet(args.fleet_dir)
-    scratch = common.WORK_DIR / "compile_pillar"
-    shutil.rmtree(scratch, ignore_errors=True)
-    scratch.mkdir(parents=True)
+    scratch = common.fresh_scratch("compile_pillar")
     salt_python = None if args.saltpan_only else salt_venv.salt_python()
     saltpan_python = Path(sys.executable)
     saltpan_bin = saltpan_python.parent / "saltpan"
@@ -317,11 +314,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"profile written to {args.profile} (python -m pstats {args.profile})")
 
     text = report(args, rounds, cli, workload, problems, sample)
-    print()
-    print(text)
-    if not args.saltpan_only and not args.no_results:
-        common.update_results(SECTION, text)
-        print(f"\nupdated {common.RESULTS}")
+    common.publish(SECTION, text, not args.saltpan_only and not args.no_results)
     return 1 if problems else 0
 
 

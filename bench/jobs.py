@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -193,13 +192,10 @@ def main(argv: list[str] | None = None) -> int:
     sizes = sorted({int(s) for s in args.sizes.split(",")})
 
     fleet = common.locate_fleet(args.fleet_dir)
-    scratch = common.WORK_DIR / "jobs"
-    shutil.rmtree(scratch, ignore_errors=True)
-    scratch.mkdir(parents=True)
+    scratch = common.fresh_scratch("jobs")
     pythons = {"saltpan": Path(sys.executable), "salt": salt_venv.salt_python()}
     minions = plane.fleet_minions(fleet, scratch, max(sizes))
-    load, waited = common.wait_load_below(args.wait_load)
-    print(f"load average {load:.1f} after waiting {waited:.0f} s", flush=True)
+    common.wait_quiet(args.wait_load)
     clusters = {kind: plane.Cluster(kind, scratch / kind, fleet) for kind in KINDS}
     results: dict[int, dict[str, dict[str, Any]]] = {}
     loads = {"start": os.getloadavg()[0]}
@@ -227,13 +223,7 @@ def main(argv: list[str] | None = None) -> int:
             cluster.stop()
     left = plane.leftovers(set().union(*(c.pgids() for c in clusters.values())))
     text = report(args, sizes, results, mem, loads)
-    print()
-    print(text)
-    if left:
-        print("\nstill running after stop:\n" + "\n".join(left), file=sys.stderr)
-    if not args.no_results:
-        common.update_results(SECTION, text)
-        print(f"\nupdated {common.RESULTS}")
+    common.publish(SECTION, text, not args.no_results, left)
     return 1 if left else 0
 
 

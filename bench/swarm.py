@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -229,12 +228,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     fleet = common.locate_fleet(args.fleet_dir)
-    scratch = common.WORK_DIR / "swarm"
-    shutil.rmtree(scratch, ignore_errors=True)
-    scratch.mkdir(parents=True)
+    scratch = common.fresh_scratch("swarm")
     pythons = {"saltpan": Path(sys.executable), "salt": salt_venv.salt_python()}
-    load, waited = common.wait_load_below(args.wait_load)
-    print(f"load average {load:.1f} after waiting {waited:.0f} s", flush=True)
+    common.wait_quiet(args.wait_load)
 
     probe = probe_salt_minion(fleet, scratch)
     available = mem_available_kib()
@@ -253,14 +249,8 @@ def main(argv: list[str] | None = None) -> int:
         load, waited = common.wait_load_below(args.wait_load)
         runs.append(storm(kind, count, fleet, scratch, pythons[kind], args))
     text = report(args, probe, salt_count, why, runs)
-    print()
-    print(text)
     left = [line for r in runs for line in r["left"]]
-    if left:
-        print("\nstill running after stop:\n" + "\n".join(left), file=sys.stderr)
-    if not args.no_results:
-        common.update_results(SECTION, text)
-        print(f"\nupdated {common.RESULTS}")
+    common.publish(SECTION, text, not args.no_results, left)
     return 1 if left else 0
 
 
