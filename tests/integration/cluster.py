@@ -15,7 +15,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -167,6 +168,20 @@ class Cluster:
     def start_minions(self, *ids: str) -> None:
         for minion_id in ids or tuple(self.minions):
             self.minions[minion_id].start()
+
+    @contextmanager
+    def running(self) -> Iterator[Cluster]:
+        """Start the master and every added minion, accept their keys, wait until each answers
+        test.ping; stop everything on the way out, whatever happens."""
+        ids = list(self.minions)
+        try:
+            self.start_master()
+            self.start_minions()
+            self.accept_all(ids)
+            self.wait_ping(ids)
+            yield self
+        finally:
+            self.stop()
 
     def stop(self) -> None:
         for daemon in self.minions.values():
