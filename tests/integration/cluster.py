@@ -38,6 +38,22 @@ def wait_for(predicate: Callable[[], Any], timeout: float, interval: float = 0.1
     raise AssertionError(f"timed out after {timeout} s waiting for {what} (last value: {last!r})")
 
 
+def children_of(pid: int) -> dict[int, str]:
+    """Direct children of ``pid``: {child pid: /proc/<pid>/comm}."""
+    out: dict[int, str] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            comm = (entry / "comm").read_text().strip()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+            out[int(entry.name)] = comm
+    return out
+
+
 class Daemon:
     def __init__(self, name: str, argv: list[str], log_path: Path, env: dict[str, str] | None = None):
         self.name = name
@@ -191,20 +207,8 @@ class Cluster:
 
     def master_children(self) -> dict[str, int]:
         """The master's child processes by name (``/proc/<pid>/comm``: MWorker-0, Publisher ...)."""
-        out: dict[str, int] = {}
         assert self.master.proc is not None
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            try:
-                stat = (entry / "stat").read_text()
-                comm = (entry / "comm").read_text().strip()
-            except OSError:
-                continue
-            ppid = int(stat.rsplit(")", 1)[1].split()[1])
-            if ppid == self.master.proc.pid:
-                out[comm] = int(entry.name)
-        return out
+        return {comm: pid for pid, comm in children_of(self.master.proc.pid).items()}
 
     # -- commands -------------------------------------------------------------------
     def saltpan(self, *args: str, timeout: float = 60, check: bool = False) -> subprocess.CompletedProcess:
