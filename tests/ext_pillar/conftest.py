@@ -19,12 +19,15 @@ import os
 import pwd
 import secrets
 import shutil
+import socketserver
+import ssl
 import subprocess
 import tempfile
 import threading
 import time
 import xmlrpc.server
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,20 +84,36 @@ def _handler(routes: dict[str, Route], requests: list[dict[str, Any]]) -> type:
     return Handler
 
 
-@pytest.fixture
-def http_server() -> Iterator[HttpServer]:
-    routes: dict[str, Route] = {}
-    requests: list[dict[str, Any]] = []
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _handler(routes, requests))
-    server.daemon_threads = True
+@contextmanager
+def _serving(server: socketserver.BaseServer) -> Iterator[int]:
+    """Serve ``server`` from a thread; yields its port; shut down and closed on the way out."""
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
-        yield HttpServer(f"http://127.0.0.1:{server.server_address[1]}", routes, requests)
+        yield server.server_address[1]
     finally:
         server.shutdown()
         server.server_close()
         thread.join(5)
+
+
+@contextmanager
+def _http_server(tls: ssl.SSLContext | None = None) -> Iterator[HttpServer]:
+    """http.server on 127.0.0.1 with routes set per test; https when given a TLS context."""
+    routes: dict[str, Route] = {}
+    requests: list[dict[str, Any]] = []
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _handler(routes, requests))
+    server.daemon_threads = True
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
+    with _serving(server) as port:
+        yield HttpServer(f"{'https' if tls else 'http'}://127.0.0.1:{port}", routes, requests)
+
+
+@pytest.fixture
+def http_server() -> Iterator[HttpServer]:
+    with _http_server() as server:
+        yield server
 
 
 @dataclass
@@ -165,23 +184,10 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
 
 @pytest.fixture
 def https_server(pki: Pki) -> Iterator[HttpServer]:
-    import ssl
-
-    routes: dict[str, Route] = {}
-    requests: list[dict[str, Any]] = []
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _handler(routes, requests))
-    server.daemon_threads = True
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(pki.cert_file, pki.key_file)
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        yield HttpServer(f"https://127.0.0.1:{server.server_address[1]}", routes, requests)
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+    with _http_server(context) as server:
+        yield server
 
 
 # -- cobbler ----------------------------------------------------------------------------
@@ -241,15 +247,8 @@ def cobbler() -> Iterator[CobblerServer]:
 
     server = Server(("127.0.0.1", 0), requestHandler=Handler, allow_none=True, logRequests=False)
     server.register_instance(Api())
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        yield CobblerServer(f"http://127.0.0.1:{server.server_address[1]}/cobbler_api", systems, users, calls,
-                            tokens, delay)
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+    with _serving(server) as port:
+        yield CobblerServer(f"http://127.0.0.1:{port}/cobbler_api", systems, users, calls, tokens, delay)
 
 
 # -- PostgreSQL -------------------------------------------------------------------------

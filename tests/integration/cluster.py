@@ -15,7 +15,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,22 @@ def wait_for(predicate: Callable[[], Any], timeout: float, interval: float = 0.1
             return last
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout} s waiting for {what} (last value: {last!r})")
+
+
+def children_of(pid: int) -> dict[int, str]:
+    """Direct children of ``pid``: {child pid: /proc/<pid>/comm}."""
+    out: dict[int, str] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            comm = (entry / "comm").read_text().strip()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+            out[int(entry.name)] = comm
+    return out
 
 
 class Daemon:
@@ -168,6 +185,20 @@ class Cluster:
         for minion_id in ids or tuple(self.minions):
             self.minions[minion_id].start()
 
+    @contextmanager
+    def running(self) -> Iterator[Cluster]:
+        """Start the master and every added minion, accept their keys, wait until each answers
+        test.ping; stop everything on the way out, whatever happens."""
+        ids = list(self.minions)
+        try:
+            self.start_master()
+            self.start_minions()
+            self.accept_all(ids)
+            self.wait_ping(ids)
+            yield self
+        finally:
+            self.stop()
+
     def stop(self) -> None:
         for daemon in self.minions.values():
             daemon.stop()
@@ -176,20 +207,8 @@ class Cluster:
 
     def master_children(self) -> dict[str, int]:
         """The master's child processes by name (``/proc/<pid>/comm``: MWorker-0, Publisher ...)."""
-        out: dict[str, int] = {}
         assert self.master.proc is not None
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            try:
-                stat = (entry / "stat").read_text()
-                comm = (entry / "comm").read_text().strip()
-            except OSError:
-                continue
-            ppid = int(stat.rsplit(")", 1)[1].split()[1])
-            if ppid == self.master.proc.pid:
-                out[comm] = int(entry.name)
-        return out
+        return {comm: pid for pid, comm in children_of(self.master.proc.pid).items()}
 
     # -- commands -------------------------------------------------------------------
     def saltpan(self, *args: str, timeout: float = 60, check: bool = False) -> subprocess.CompletedProcess:

@@ -31,11 +31,5 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     cl.add_minion("web01", {"role": "web", "os": "Debian"})
     cl.add_minion("web02", {"role": "web", "os": "Debian"})
     cl.add_minion("db01", {"role": "db", "os": "RedHat"})
-    try:
-        cl.start_master()
-        cl.start_minions()
-        cl.accept_all(["web01", "web02", "db01"])
-        cl.wait_ping(["web01", "web02", "db01"])
+    with cl.running():
         yield cl
-    finally:
-        cl.stop()

@@ -53,13 +53,9 @@ def acl_cluster(acl_user: str) -> Iterator[Cluster]:
     cl.add_minion("web02", {"role": "web"})
     cl.add_minion("db01", {"role": "db"})
     try:
-        cl.start_master()
-        cl.start_minions()
-        cl.accept_all(["web01", "web02", "db01"])
-        cl.wait_ping(["web01", "web02", "db01"])
-        yield cl
+        with cl.running():
+            yield cl
     finally:
-        cl.stop()
         shutil.rmtree(base, ignore_errors=True)
 
 

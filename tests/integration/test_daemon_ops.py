@@ -41,13 +41,9 @@ def ops(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     cl.master.env["NOTIFY_SOCKET"] = cl.minions["ops01"].env["NOTIFY_SOCKET"] = str(base / "notify")
     cl.notify = notify  # type: ignore[attr-defined]
     try:
-        cl.start_master()
-        cl.start_minions()
-        cl.accept_all(["ops01"])
-        cl.wait_ping(["ops01"])
-        yield cl
+        with cl.running():
+            yield cl
     finally:
-        cl.stop()
         notify.close()
 
 

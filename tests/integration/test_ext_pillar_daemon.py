@@ -55,14 +55,8 @@ def ecluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
                                     "ext_pillar_timeout": TIMEOUT})
     for minion_id in IDS:
         cl.add_minion(minion_id, request_timeout=15.0)
-    try:
-        cl.start_master()
-        cl.start_minions()
-        cl.accept_all(IDS)
-        cl.wait_ping(IDS)
+    with cl.running():
         yield cl
-    finally:
-        cl.stop()
 
 
 def test_failing_drivers_cost_one_error_and_the_rest_compiles(ecluster: Cluster) -> None:

@@ -72,18 +72,12 @@ def fcluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cluster
     build_trees(base)
     cl = Cluster(base, file_roots={"base": [str(base / "states")], "dev": [str(base / "states-dev")]})
     cl.add_minion("db01")
-    rogue: RogueClient | None = None
-    try:
-        cl.start_master()
-        cl.start_minions()
-        cl.accept_all(["db01"])
-        cl.wait_ping(["db01"])
+    with cl.running():
         rogue = RogueClient(cl, "rogue")
-        yield cl, rogue
-    finally:
-        if rogue is not None:
+        try:
+            yield cl, rogue
+        finally:
             rogue.close()
-        cl.stop()
 
 
 def leaked(reply: Any) -> bool:

@@ -28,14 +28,8 @@ def jobs_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     cl = Cluster(base)
     cl.add_minion("mp01", multiprocessing=True)
     cl.add_minion("th01")
-    try:
-        cl.start_master()
-        cl.start_minions()
-        cl.accept_all(["mp01", "th01"])
-        cl.wait_ping(["mp01", "th01"])
+    with cl.running():
         yield cl
-    finally:
-        cl.stop()
 
 
 def run_async(cl: Cluster, *args: str) -> str:

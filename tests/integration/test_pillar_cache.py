@@ -30,14 +30,8 @@ def ccluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     cl = Cluster(base, master_opts={"pillar_cache": True, "pillar_cache_ttl": TTL})
     set_value(cl, "one")
     cl.add_minion("m1")
-    try:
-        cl.start_master()
-        cl.start_minions()
-        cl.accept_all(["m1"])
-        cl.wait_ping(["m1"])
+    with cl.running():
         yield cl
-    finally:
-        cl.stop()
 
 
 def items(cl: Cluster) -> str:

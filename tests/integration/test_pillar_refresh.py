@@ -50,14 +50,8 @@ def pcluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         # db01 runs its jobs in forked processes: refreshes must still reach its event loop.
         cl.add_minion(minion_id, {"role": "db" if minion_id == "db01" else "web"},
                       grains_file=str(base / f"grains-{minion_id}.yaml"), multiprocessing=minion_id == "db01")
-    try:
-        cl.start_master()
-        cl.start_minions()
-        cl.accept_all(IDS)
-        cl.wait_ping(IDS)
+    with cl.running():
         yield cl
-    finally:
-        cl.stop()
 
 
 def refresh_all(cl: Cluster) -> None:

@@ -123,14 +123,8 @@ def hcluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     cl = Cluster(base, master_opts={"worker_threads": 3})
     for num, minion_id in enumerate(IDS):
         cl.add_minion(minion_id, {"num": num, "os": "Debian"})
-    try:
-        cl.start_master()
-        cl.start_minions()
-        cl.accept_all(IDS)
-        cl.wait_ping(IDS)
+    with cl.running():
         yield cl
-    finally:
-        cl.stop()
 
 
 def sandbox(cl: Cluster, minion_id: str) -> Path:

@@ -25,14 +25,8 @@ def sessions_cluster(tmp_path: Path) -> Iterator[Cluster]:
     cl = Cluster(tmp_path, master_opts={"heartbeat_period": 0.5})
     for minion_id in IDS:
         cl.add_minion(minion_id, recon_default=0.5, recon_max=4.0, master_alive_interval=2.0)
-    try:
-        cl.start_master()
-        cl.start_minions()
-        cl.accept_all(IDS)
-        cl.wait_ping(IDS)
+    with cl.running():
         yield cl
-    finally:
-        cl.stop()
 
 
 def test_master_sigkill_and_restart(sessions_cluster: Cluster) -> None:

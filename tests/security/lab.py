@@ -28,7 +28,7 @@ from typing import Any
 import yaml
 
 from runtime.crypt.identity import public_from_pem
-from tests.integration.cluster import Cluster, wait_for
+from tests.integration.cluster import Cluster, children_of, wait_for
 from tests.integration.rogue import Rogue
 from tests.security.canary import Canaries, new_canary
 from tests.security.fakemaster import FakeMaster
@@ -90,22 +90,6 @@ def proc_stat(pid: int) -> tuple[int, int] | None:
         return None
     rss = next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0)
     return rss, fds
-
-
-def children_of(pid: int) -> dict[int, str]:
-    """Direct children of ``pid``: {child pid: /proc/<pid>/comm}."""
-    out: dict[int, str] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            comm = (entry / "comm").read_text().strip()
-        except OSError:
-            continue
-        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-            out[int(entry.name)] = comm
-    return out
 
 
 class Lab:

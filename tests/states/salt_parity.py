@@ -29,6 +29,8 @@ import yaml
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
 
+from statehelpers import state_calls  # noqa: E402
+
 from runtime.states import StateContext, lookup  # noqa: E402
 
 
@@ -158,23 +160,17 @@ def run_saltpan(scenario: dict[str, Any], test: bool, tmp: str) -> tuple[dict, l
                        opts={"cachedir": tmp + "/cache"})
     high = yaml.safe_load(scenario["sls"].replace("@SB@", sandbox))
     out = {}
-    for state_id, body in high.items():
-        for key, args in body.items():
-            mod, fun = key.split(".")
-            kwargs: dict[str, Any] = {}
-            for item in args or []:
-                kwargs.update(item)
-            name = kwargs.pop("name", state_id)
-            func = lookup(mod, fun)
-            if func is None:
-                out[state_id] = {"result": False, "changes": [], "missing": True}
-                continue
-            try:
-                ret = func(ctx, name, **kwargs)
-            except Exception as exc:  # noqa: BLE001
-                out[state_id] = {"result": False, "changes": [], "exception": repr(exc)}
-                continue
-            out[state_id] = digest(ret)
+    for state_id, mod, fun, name, kwargs in state_calls(high):
+        func = lookup(mod, fun)
+        if func is None:
+            out[state_id] = {"result": False, "changes": [], "missing": True}
+            continue
+        try:
+            ret = func(ctx, name, **kwargs)
+        except Exception as exc:  # noqa: BLE001
+            out[state_id] = {"result": False, "changes": [], "exception": repr(exc)}
+            continue
+        out[state_id] = digest(ret)
     return out, manifest(sandbox)
 
 

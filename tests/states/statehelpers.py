@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+from collections.abc import Iterator
+from typing import Any
 
 
 def manifest(root: str) -> list[tuple]:
@@ -41,3 +43,15 @@ def write(path: str, text: str, mode: int = 0o644) -> str:
 
 def mode_of(path: str) -> int:
     return stat.S_IMODE(os.lstat(path).st_mode)
+
+
+def state_calls(high: dict[str, Any]) -> Iterator[tuple[str, str, str, str, dict[str, Any]]]:
+    """Each (state id, module, function, name, kwargs) of a rendered sls without requisites, in
+    file order: the argument list merged into one dict, ``name`` defaulting to the state id."""
+    for state_id, body in high.items():
+        for key, args in body.items():
+            mod, fun = key.split(".")
+            kwargs: dict[str, Any] = {}
+            for item in args or []:
+                kwargs.update(item)
+            yield state_id, mod, fun, kwargs.pop("name", state_id), kwargs

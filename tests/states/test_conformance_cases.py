@@ -15,6 +15,7 @@ import sys
 from typing import Any
 
 import pytest
+from statehelpers import state_calls
 
 CONFORMANCE = "/work/shared/conformance"
 CASES = ["057-file-managed-contents", "059-file-managed-source-template", "061-file-replace-append",
@@ -77,23 +78,17 @@ def _apply(case: str, test: bool) -> tuple[dict[str, Any], list]:
         for sls in top["base"]["*"]:
             text = roots.get("base", f"{sls}.sls").text
             high = yamlload.safe_load(env.from_string(text).render(grains=ctx.grains, pillar=ctx.pillar))
-            for state_id, body in high.items():
-                for key, args in body.items():
-                    mod, fun = key.split(".")
-                    kwargs: dict[str, Any] = {}
-                    for item in args or []:
-                        kwargs.update(item)
-                    name = kwargs.pop("name", state_id)
-                    func = lookup(mod, fun)
-                    ret = func(ctx, name, **kwargs) if func else {"name": name, "result": False, "changes": {}}
-                    tag = oracle.replace_paths(f"{mod}_|-{state_id}_|-{name}_|-{fun}", ws.replacements())
-                    entry = {"__run_num__": run_num, "changed": bool(ret["changes"]),
-                             "changes_keys": sorted(ret["changes"]), "name": oracle.replace_paths(
-                                 ret["name"], ws.replacements()), "result": ret["result"]}
-                    if func:
-                        entry.update({"__id__": state_id, "__sls__": sls})
-                    results[tag] = entry
-                    run_num += 1
+            for state_id, mod, fun, name, kwargs in state_calls(high):
+                func = lookup(mod, fun)
+                ret = func(ctx, name, **kwargs) if func else {"name": name, "result": False, "changes": {}}
+                tag = oracle.replace_paths(f"{mod}_|-{state_id}_|-{name}_|-{fun}", ws.replacements())
+                entry = {"__run_num__": run_num, "changed": bool(ret["changes"]),
+                         "changes_keys": sorted(ret["changes"]), "name": oracle.replace_paths(
+                             ret["name"], ws.replacements()), "result": ret["result"]}
+                if func:
+                    entry.update({"__id__": state_id, "__sls__": sls})
+                results[tag] = entry
+                run_num += 1
         return results, oracle.fs_manifest(ws.sandbox, ws.replacements())
     finally:
         ws.cleanup()
