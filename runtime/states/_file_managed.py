@@ -652,7 +652,7 @@ def copy(
     try:
         if os.path.isdir(source):
             if exists:
-                _remove_any(name)
+                F.remove_path(name)
             shutil.copytree(source, name, symlinks=True)
             for root, dirs, files in os.walk(name):
                 for entry in dirs + files:
@@ -662,7 +662,7 @@ def copy(
                 os.chmod(name, F.mode_bits(mode))
         else:
             if exists and (os.path.isdir(name) and not os.path.islink(name)):
-                _remove_any(name)
+                F.remove_path(name)
             F.atomic_write(name, F.read_bytes(source), F.mode_bits(mode), uid, gid)
             if preserve:
                 os.utime(name, ns=(src_stat.st_atime_ns, src_stat.st_mtime_ns))
@@ -679,10 +679,3 @@ def _primary_gid(uid: int) -> int:
         return pwd.getpwuid(uid).pw_gid
     except KeyError:
         return os.getegid()
-
-
-def _remove_any(path: str) -> None:
-    if os.path.isdir(path) and not os.path.islink(path):
-        shutil.rmtree(path)
-    else:
-        os.unlink(path)

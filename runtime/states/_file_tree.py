@@ -28,13 +28,6 @@ def _error(ret: dict[str, Any], message: str) -> dict[str, Any]:
     return ret
 
 
-def _remove(path: str) -> None:
-    if os.path.islink(path) or (os.path.exists(path) and not os.path.isdir(path)):
-        os.remove(path)
-    elif os.path.isdir(path):
-        shutil.rmtree(path)
-
-
 # ---------------------------------------------------------------------------
 # absent / exists / missing
 
@@ -60,7 +53,7 @@ def absent(ctx: StateContext, name: str, **kwargs: Any) -> dict[str, Any]:
         ret["comment"] = f"{kind} {name} is set for removal"
         return ret
     try:
-        _remove(name)
+        F.remove_path(name)
     except OSError as exc:
         return _error(ret, f"Failed to remove {kind.lower()} {name}: {exc.strerror or exc}")
     ret["comment"] = f"Removed {kind.lower()} {name}"
@@ -361,7 +354,7 @@ def directory(
                 if ctx.test:
                     ret["changes"]["forced"] = f"Existing file at backup path {backupname} would be removed"
                 else:
-                    _remove(backupname)
+                    F.remove_path(backupname)
             if ctx.test:
                 ret["changes"]["backup"] = f"{name} would be renamed to {backupname}"
                 ret["changes"][name] = {"directory": "new"}
@@ -374,7 +367,7 @@ def directory(
             if ctx.test:
                 ret["changes"]["forced"] = f"{kind} would be forcibly replaced"
             else:
-                _remove(name)
+                F.remove_path(name)
                 ret["changes"]["forced"] = f"{kind} was forcibly replaced"
         elif os.path.isfile(name) and not os.path.islink(name):
             return _error(ret, f"Specified location {name} exists and is a file")
@@ -446,7 +439,7 @@ def directory(
         for path in _clean_targets(ctx, name, require, exclude_pat, _walk(name)):
             if os.path.lexists(path):
                 try:
-                    _remove(path)
+                    F.remove_path(path)
                 except OSError as exc:
                     errors.append(f"Unable to remove {path}: {exc.strerror}")
                     continue
@@ -618,14 +611,14 @@ def symlink(
                 if not force:
                     return _error(ret, f"Symlink & backup dest exists and Force not set. {name} -> {target} - "
                                        f"backup: {backupname}")
-                _remove(backupname)
+                F.remove_path(backupname)
             try:
                 shutil.move(name, backupname)
             except OSError as exc:
                 return _error(ret, f"Unable to rename {name} to backup {backupname} -> : {exc}")
         elif force:
             try:
-                _remove(name)
+                F.remove_path(name)
             except OSError as exc:
                 return _error(ret, f"Unable to remove {name} to make way for the symlink: {exc.strerror}")
         elif not atomic:

@@ -14,6 +14,7 @@ import errno
 import grp
 import os
 import pwd
+import shutil
 import stat
 import tempfile
 import time
@@ -376,6 +377,14 @@ def make_dirs(path: str, mode: str | None = None, user: Any = None, group: Any =
         if errors:
             raise FileStateError("; ".join(errors))
     return created
+
+
+def remove_path(path: str) -> None:
+    """Remove a file, a symlink (not its target) or a directory tree; nothing when absent."""
+    if os.path.islink(path) or (os.path.exists(path) and not os.path.isdir(path)):
+        os.remove(path)
+    elif os.path.isdir(path):
+        shutil.rmtree(path)
 
 
 def dir_mode_for_file(mode: str | None) -> str | None:
