@@ -191,13 +191,9 @@ def _excluded(relpath: str, exclude_pat: Any) -> bool:
 
 
 def _dir_meta(path: str, user: Any, group: Any, mode: str | None, follow_symlinks: bool) -> dict[str, Any]:
-    st = F.stats(path, follow_symlinks)
-    if st is None:
+    if F.stats(path, follow_symlinks) is None:
         return {"directory": "new"}
-    changes = F.perm_changes(path, user, group, None, follow_symlinks)
-    if mode is not None and mode != st.mode and (follow_symlinks or not st.is_link):
-        changes["mode"] = mode
-    return changes
+    return F.perm_changes(path, user, group, mode, follow_symlinks)
 
 
 def _keep_paths(ctx: StateContext, name: str, require: Any) -> set[str]:
@@ -262,11 +258,7 @@ def _check_directory(ctx: StateContext, name: str, user: Any, group: Any, recurs
             if "ignore_files" not in recurse:
                 for fname in files:
                     path = os.path.join(root, fname)
-                    fchange = F.perm_changes(path, r_user, r_group, None, follow_symlinks)
-                    st = F.stats(path, follow_symlinks)
-                    if r_file_mode is not None and st is not None and r_file_mode != st.mode and (
-                            follow_symlinks or not st.is_link):
-                        fchange["mode"] = r_file_mode
+                    fchange = F.perm_changes(path, r_user, r_group, r_file_mode, follow_symlinks)
                     if fchange:
                         changes[path] = fchange
             if "ignore_dirs" not in recurse:
