@@ -218,9 +218,9 @@ def manage_content(
             if st is not None:
                 if mode is not None and mode != F.normalize_mode(oct(stat.S_IMODE(st.st_mode))):
                     ret["changes"]["mode"] = mode
-                if F._owner_differs(user, st.st_uid, F._user_name(st.st_uid), F.resolve_uid):
+                if F._owner_differs(user, st.st_uid, F.user_name(st.st_uid), F.resolve_uid):
                     ret["changes"]["user"] = user
-                if F._owner_differs(group, st.st_gid, F._group_name(st.st_gid), F.resolve_gid):
+                if F._owner_differs(group, st.st_gid, F.group_name(st.st_gid), F.resolve_gid):
                     ret["changes"]["group"] = group
         else:
             changes, errors = F.apply_perms(name, user, group, mode, follow_symlinks)

@@ -459,7 +459,7 @@ def directory(
 
 def _link_owner(path: str) -> tuple[str, str]:
     st = os.lstat(path)
-    return F._user_name(st.st_uid), F._group_name(st.st_gid)
+    return F.user_name(st.st_uid), F.group_name(st.st_gid)
 
 
 def _owner_ok(path: str, user: str, group: str) -> bool:
@@ -519,12 +519,12 @@ def symlink(
         user = cur_user if user is None else user
         group = cur_group if group is None else group
     if user is None:
-        user = ctx.opts.get("user") or F._user_name(os.geteuid())
+        user = ctx.opts.get("user") or F.user_name(os.geteuid())
     if group is None:
         import pwd
 
         try:
-            group = F._group_name(pwd.getpwnam(str(user)).pw_gid)
+            group = F.group_name(pwd.getpwnam(str(user)).pw_gid)
         except KeyError:
             group = user
     errors = []

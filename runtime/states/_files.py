@@ -18,6 +18,7 @@ import shutil
 import stat
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,31 +71,25 @@ def default_file_mode() -> str:
     return normalize_mode(oct((0o777 ^ current_umask()) & 0o666)) or "0644"
 
 
+def _resolve_id(value: Any, lookup: Callable[[str], int]) -> int | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, int):
+        return value
+    try:
+        return lookup(str(value))
+    except KeyError:
+        return int(value) if str(value).isdigit() else None
+
+
 def resolve_uid(user: Any) -> int | None:
     """uid for a user name or number; None when it does not exist."""
-    if user is None or user == "":
-        return None
-    if isinstance(user, int):
-        return user
-    try:
-        return pwd.getpwnam(str(user)).pw_uid
-    except KeyError:
-        if str(user).isdigit():
-            return int(user)
-        return None
+    return _resolve_id(user, lambda name: pwd.getpwnam(name).pw_uid)
 
 
 def resolve_gid(group: Any) -> int | None:
-    if group is None or group == "":
-        return None
-    if isinstance(group, int):
-        return group
-    try:
-        return grp.getgrnam(str(group)).gr_gid
-    except KeyError:
-        if str(group).isdigit():
-            return int(group)
-        return None
+    """gid for a group name or number; None when it does not exist."""
+    return _resolve_id(group, lambda name: grp.getgrnam(name).gr_gid)
 
 
 def check_user_group(user: Any, group: Any) -> str:
@@ -107,14 +102,14 @@ def check_user_group(user: Any, group: Any) -> str:
     return err.strip()
 
 
-def _user_name(uid: int) -> str:
+def user_name(uid: int) -> str:
     try:
         return pwd.getpwuid(uid).pw_name
     except KeyError:
         return str(uid)
 
 
-def _group_name(gid: int) -> str:
+def group_name(gid: int) -> str:
     try:
         return grp.getgrgid(gid).gr_name
     except KeyError:
@@ -140,8 +135,8 @@ def stats(path: str, follow_symlinks: bool = True) -> Stats | None:
     return Stats(
         uid=st.st_uid,
         gid=st.st_gid,
-        user=_user_name(st.st_uid),
-        group=_group_name(st.st_gid),
+        user=user_name(st.st_uid),
+        group=group_name(st.st_gid),
         mode=normalize_mode(oct(stat.S_IMODE(st.st_mode))) or "0000",
         is_link=stat.S_ISLNK(st.st_mode),
         is_dir=stat.S_ISDIR(st.st_mode),
