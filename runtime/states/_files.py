@@ -29,6 +29,18 @@ class FileStateError(Exception):
     """A file operation failed; the message is what the state reports as its comment."""
 
 
+def new_ret(name: str, result: bool | None = True) -> dict[str, Any]:
+    """A file state's return, in Salt's key order, before anything is known."""
+    return {"name": name, "changes": {}, "result": result, "comment": ""}
+
+
+def fail(ret: dict[str, Any], message: str) -> dict[str, Any]:
+    """``ret`` failed with ``message`` as its comment."""
+    ret["result"] = False
+    ret["comment"] = message
+    return ret
+
+
 # ---------------------------------------------------------------------------
 # modes and owners
 
