@@ -193,7 +193,7 @@ def manage_content(
                 st = None
                 target = name
             else:
-                ret["changes"]["diff"] = F.content_diff(current, data) if show_changes else "<show_changes=False>"
+                ret["changes"]["diff"] = F.content_diff(current, data, show_changes)
                 st = os.stat(real)
                 target = real
             _backup(ctx, target, backup)
@@ -269,7 +269,7 @@ def manage_content(
 def _link_diff(name: str, current: bytes, data: bytes, show_changes: bool) -> str:
     """Salt diffs the link target's content against the new content; same content: a message."""
     if os.path.exists(name) and current != data:
-        return F.content_diff(current, data) if show_changes else "<show_changes=False>"
+        return F.content_diff(current, data, show_changes)
     return "Replace symbolic link with regular file"
 
 
@@ -293,7 +293,7 @@ def predict_changes(name: str, data: bytes | None, user: Any, group: Any, mode: 
         else:
             current = F.read_bytes(real)
             if current != data:
-                changes["diff"] = F.content_diff(current, data) if show_changes else "<show_changes=False>"
+                changes["diff"] = F.content_diff(current, data, show_changes)
     changes.update(F.perm_changes(name, user, group, mode, follow_symlinks))
     return changes
 

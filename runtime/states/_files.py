@@ -425,10 +425,15 @@ def unified_diff(old: list[str], new: list[str]) -> str:
     return "".join(difflib.unified_diff(old, new))
 
 
-def content_diff(old: bytes, new: bytes) -> str:
-    """Salt's file diff, including its binary-file messages; '' when equal."""
+def content_diff(old: bytes, new: bytes, show_changes: bool = True) -> str:
+    """Salt's file diff, including its binary-file messages; '' when equal.
+
+    With ``show_changes`` False, a differing content reports Salt's placeholder instead.
+    """
     if old == new:
         return ""
+    if not show_changes:
+        return "<show_changes=False>"
     old_bin, new_bin = is_binary(old), is_binary(new)
     if old_bin and new_bin:
         return "Replace binary file"
