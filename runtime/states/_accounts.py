@@ -14,6 +14,7 @@ import pwd
 from typing import Any
 
 from runtime import cmdrun
+from runtime.states._files import group_name
 
 
 class AccountError(Exception):
@@ -40,23 +41,6 @@ def group_info(name: str) -> dict[str, Any]:
         return {}
     return {"name": entry.gr_name, "passwd": entry.gr_passwd, "gid": entry.gr_gid,
             "members": list(entry.gr_mem)}
-
-
-def group_name(gid: int) -> str:
-    try:
-        return grp.getgrgid(gid).gr_name
-    except KeyError:
-        return str(gid)
-
-
-def group_gid(group: Any) -> int | None:
-    """gid of a group name or number (None when no such group)."""
-    if isinstance(group, int):
-        return group
-    try:
-        return grp.getgrnam(str(group)).gr_gid
-    except KeyError:
-        return int(group) if str(group).isdigit() else None
 
 
 def user_groups(name: str, primary_gid: int) -> list[str]:

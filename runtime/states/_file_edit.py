@@ -21,16 +21,6 @@ if TYPE_CHECKING:
     from runtime.states import StateContext
 
 
-def _ret(name: str, result: bool | None = True) -> dict[str, Any]:
-    return {"name": name, "changes": {}, "result": result, "comment": ""}
-
-
-def _error(ret: dict[str, Any], message: str) -> dict[str, Any]:
-    ret["result"] = False
-    ret["comment"] = message
-    return ret
-
-
 def _check_file(name: str) -> str:
     if not os.path.isabs(name):
         return f"Specified file {name} is not an absolute path"
@@ -93,27 +83,27 @@ def replace(
 ) -> dict[str, Any]:
     """Regex search and replace over the whole file (``flags`` default 8 = MULTILINE)."""
     name = os.path.expanduser(str(name)) if name else ""
-    ret = _ret(name)
+    ret = F.new_ret(name)
     if not name:
-        return _error(ret, "Must provide name to file.replace")
+        return F.fail(ret, "Must provide name to file.replace")
     problem = _check_file(name)
     if problem:
         if ignore_if_missing and "file not found" in problem:
             ret["comment"] = "No changes needed to be made"
             return ret
-        return _error(ret, problem)
+        return F.fail(ret, problem)
     path = os.path.realpath(name)
     try:
         original = F.read_bytes(path)
     except OSError as exc:
-        return _error(ret, f"Unable to open file '{path}'. Exception: {exc}")
+        return F.fail(ret, f"Unable to open file '{path}'. Exception: {exc}")
     if F.is_binary(original):
-        return _error(ret, f"Cannot perform string replacements on a binary file: {path}")
+        return F.fail(ret, f"Cannot perform string replacements on a binary file: {path}")
     try:
         new = T.replace_content(original, pattern, repl, count, flags, append_if_not_found,
                                 prepend_if_not_found, not_found_content, backslash_literal)
     except T.EditError as exc:
-        return _error(ret, str(exc))
+        return F.fail(ret, str(exc))
     changed = new.splitlines(True) != original.splitlines(True)
     diff: Any = F.unified_diff(F.split_lines(original), F.split_lines(new)) if changed else ""
     if changed and not show_changes:
@@ -124,7 +114,7 @@ def replace(
                 F.copy_backup(path, f"{path}{backup}")
             F.write_preserving(path, new)
         except OSError as exc:
-            return _error(ret, f"Unable to write file '{path}': {exc.strerror or exc}")
+            return F.fail(ret, f"Unable to write file '{path}': {exc.strerror or exc}")
     return _finish(ctx, ret, diff, "Changes would have been made")
 
 
@@ -156,25 +146,25 @@ def blockreplace(
 ) -> dict[str, Any]:
     """Maintain a block of text between two marker lines."""
     name = os.path.expanduser(str(name)) if name else ""
-    ret = _ret(name, False)
+    ret = F.new_ret(name, False)
     if not name:
-        return _error(ret, "Must provide name to file.blockreplace")
+        return F.fail(ret, "Must provide name to file.blockreplace")
     problem = _check_file(name)
     if problem:
-        return _error(ret, problem)
+        return F.fail(ret, problem)
     text_content = "" if content is None else str(content)
     try:
         for text in _rendered_sources(ctx, source, sources, template, defaults, context):
             text_content += text
     except S.SourceError as exc:
-        return _error(ret, str(exc))
+        return F.fail(ret, str(exc))
     path = name
     try:
         original_b = F.read_bytes(path)
     except OSError as exc:
-        return _error(ret, f"Failed to read from {path}: {exc.strerror}")
+        return F.fail(ret, f"Failed to read from {path}: {exc.strerror}")
     if F.is_binary(original_b):
-        return _error(ret, f"Cannot perform string replacements on a binary file: {path}")
+        return F.fail(ret, f"Cannot perform string replacements on a binary file: {path}")
     original = original_b.decode("utf-8")
     try:
         new = T.blockreplace_content(original, str(marker_start), str(marker_end), text_content,
@@ -222,39 +212,39 @@ def line(
 ) -> dict[str, Any]:
     """Line-based edit: ``mode`` ensure / replace / delete / insert, anchored by before/after/location."""
     name = os.path.expanduser(str(name)) if name else ""
-    ret = _ret(name)
+    ret = F.new_ret(name)
     if not name:
-        return _error(ret, "Must provide name to file.line")
+        return F.fail(ret, "Must provide name to file.line")
     missing = not os.path.exists(name)
     if create and missing and not ctx.test:
         from runtime.states._file_managed import managed
 
         made = managed(ctx, name, user=user, group=group, mode=file_mode, replace=False)
         if made["result"] is False:
-            return _error(ret, made["comment"])
+            return F.fail(ret, made["comment"])
         missing = not os.path.exists(name)
     if not (create and ctx.test and missing):
         problem = _check_file(name)
         if problem:
-            return _error(ret, problem)
+            return F.fail(ret, problem)
     mode = mode.lower() if isinstance(mode, str) else mode
     if mode is None:
-        return _error(ret, "Mode was not defined. How to process the file?")
+        return F.fail(ret, "Mode was not defined. How to process the file?")
     if mode != "delete" and content is None:
-        return _error(ret, "Content can only be empty if mode is ['delete']")
+        return F.fail(ret, "Content can only be empty if mode is ['delete']")
     path = os.path.realpath(name)
     if not missing and not os.path.isfile(path):
         if quiet:
             return _finish(ctx, ret, "", "")
-        return _error(ret, f'File "{path}" does not exists or is not a file.')
+        return F.fail(ret, f'File "{path}" does not exists or is not a file.')
     try:
         original = "" if missing else F.read_bytes(path).decode("utf-8")
     except UnicodeDecodeError:
-        return _error(ret, f"Cannot edit lines of a binary file: {path}")
+        return F.fail(ret, f"Cannot edit lines of a binary file: {path}")
     try:
         new = T.line_content(original, content, match, mode, location, before, after, indent)
     except T.EditError as exc:
-        return _error(ret, str(exc))
+        return F.fail(ret, str(exc))
     diff: Any = ""
     if new != original:
         diff = F.unified_diff(original.splitlines(True), new.splitlines(True)) if show_changes else True
@@ -265,7 +255,7 @@ def line(
                     F.copy_backup(path, f"{path}.{stamp}")
                 F.write_preserving(path, new.encode())
             except OSError as exc:
-                return _error(ret, f"Unable to write {path}: {exc.strerror or exc}")
+                return F.fail(ret, f"Unable to write {path}: {exc.strerror or exc}")
     return _finish(ctx, ret, diff, "Changes would be made")
 
 
@@ -290,21 +280,21 @@ def append(
     **kwargs: Any,
 ) -> dict[str, Any]:
     """Append the lines of ``text`` that are not already in the file (creating it if needed)."""
-    ret = _ret(str(name) if name else "", False)
+    ret = F.new_ret(str(name) if name else "", False)
     if not name:
-        return _error(ret, "Must provide name to file.append")
+        return F.fail(ret, "Must provide name to file.append")
     name = os.path.expanduser(str(name))
     ret["name"] = name
     if not os.path.isabs(name):
-        return _error(ret, f"Specified file {name} is not an absolute path")
+        return F.fail(ret, f"Specified file {name} is not an absolute path")
     try:
         rendered = _rendered_sources(ctx, source, sources, template, defaults, context)
     except S.SourceError as exc:
-        return _error(ret, str(exc))
+        return F.fail(ret, str(exc))
     if rendered:
         text = rendered
     if text is None:
-        return _error(ret, "No text found to append. Nothing appended")
+        return F.fail(ret, "No text found to append. Nothing appended")
     parent = os.path.dirname(name)
     if not os.path.exists(name):
         if ctx.test:
@@ -312,19 +302,19 @@ def append(
             return ret
         if not os.path.isdir(parent):
             if not makedirs:
-                return _error(ret, f"Directory not present to touch file {name}")
+                return F.fail(ret, f"Directory not present to touch file {name}")
             try:
                 F.make_dirs(parent)
             except F.FileStateError as exc:
-                return _error(ret, str(exc))
+                return F.fail(ret, str(exc))
         try:
             F.atomic_write(name, b"", 0o666 & ~F.current_umask())
         except OSError as exc:
-            return _error(ret, f"Unable to create {name}: {exc.strerror or exc}")
+            return F.fail(ret, f"Unable to create {name}: {exc.strerror or exc}")
     try:
         current_b = F.read_bytes(name)
     except OSError as exc:
-        return _error(ret, f"Unable to read {name}: {exc.strerror or exc}")
+        return F.fail(ret, f"Unable to read {name}: {exc.strerror or exc}")
     current = current_b.decode("utf-8", errors="replace")
     chunks = T.text_list(text)
     to_add = T.lines_to_append(current, chunks, ignore_whitespace)
@@ -349,7 +339,7 @@ def append(
         try:
             F.write_preserving(name, T.append_lines(current_b, to_add))
         except OSError as exc:
-            return _error(ret, f"Unable to write {name}: {exc.strerror or exc}")
+            return F.fail(ret, f"Unable to write {name}: {exc.strerror or exc}")
         ret["comment"] = f"Appended {len(to_add)} lines"
     else:
         ret["comment"] = f"File {name} is in correct state"

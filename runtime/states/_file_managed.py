@@ -28,16 +28,6 @@ if TYPE_CHECKING:
 _NOT_FOUND = object()
 
 
-def _ret(name: str) -> dict[str, Any]:
-    return {"name": name, "changes": {}, "result": True, "comment": ""}
-
-
-def _error(ret: dict[str, Any], message: str) -> dict[str, Any]:
-    ret["result"] = False
-    ret["comment"] = message
-    return ret
-
-
 def _traverse(data: Any, key: str, delimiter: str = ":") -> Any:
     current = data
     for part in str(key).split(delimiter):
@@ -197,13 +187,13 @@ def manage_content(
             if check_cmd:
                 failure = _run_check_cmd(check_cmd, data, name, ctx)
                 if failure:
-                    return _error(ret, failure)
+                    return F.fail(ret, failure)
             if replace_link:
                 ret["changes"]["diff"] = _link_diff(name, current, data, show_changes)
                 st = None
                 target = name
             else:
-                ret["changes"]["diff"] = F.content_diff(current, data) if show_changes else "<show_changes=False>"
+                ret["changes"]["diff"] = F.content_diff(current, data, show_changes)
                 st = os.stat(real)
                 target = real
             _backup(ctx, target, backup)
@@ -213,14 +203,14 @@ def manage_content(
                 F.atomic_write(target, data, file_mode, uid, gid)
             except OSError as exc:
                 ret["changes"] = {}
-                return _error(ret, f"Failed to commit change: {exc.strerror or exc}")
+                return F.fail(ret, f"Failed to commit change: {exc.strerror or exc}")
             # what Salt's check_perms reports after its copy kept the old owner and mode
             if st is not None:
                 if mode is not None and mode != F.normalize_mode(oct(stat.S_IMODE(st.st_mode))):
                     ret["changes"]["mode"] = mode
-                if F._owner_differs(user, st.st_uid, F._user_name(st.st_uid), F.resolve_uid):
+                if F._owner_differs(user, st.st_uid, F.user_name(st.st_uid), F.resolve_uid):
                     ret["changes"]["user"] = user
-                if F._owner_differs(group, st.st_gid, F._group_name(st.st_gid), F.resolve_gid):
+                if F._owner_differs(group, st.st_gid, F.group_name(st.st_gid), F.resolve_gid):
                     ret["changes"]["group"] = group
         else:
             changes, errors = F.apply_perms(name, user, group, mode, follow_symlinks)
@@ -234,16 +224,16 @@ def manage_content(
     parent = os.path.dirname(name)
     if not os.path.isdir(parent):
         if not makedirs:
-            return _error(ret, "Parent directory not present")
+            return F.fail(ret, "Parent directory not present")
         wanted_dir_mode = F.normalize_mode(dir_mode) if dir_mode is not None else F.dir_mode_for_file(mode)
         try:
             F.make_dirs(parent, wanted_dir_mode, user, group)
         except F.FileStateError as exc:
-            return _error(ret, str(exc))
+            return F.fail(ret, str(exc))
     if data is not None and check_cmd:
         failure = _run_check_cmd(check_cmd, data, name, ctx)
         if failure:
-            return _error(ret, failure)
+            return F.fail(ret, failure)
     default_mode = F.default_file_mode()
     final_mode = mode or default_mode
     # The mode Salt's way of creating the file leaves before its final chmod:
@@ -257,9 +247,9 @@ def manage_content(
     try:
         F.atomic_write(name, data or b"", F.mode_bits(final_mode), uid, gid)
     except OSError as exc:
-        return _error(ret, f"Unable to create {name}: {exc.strerror or exc}")
+        return F.fail(ret, f"Unable to create {name}: {exc.strerror or exc}")
     except F.FileStateError as exc:
-        return _error(ret, str(exc))
+        return F.fail(ret, str(exc))
     if data is None:
         ret["changes"]["new"] = f"file {name} created"
         ret["comment"] = "Empty file"
@@ -279,7 +269,7 @@ def manage_content(
 def _link_diff(name: str, current: bytes, data: bytes, show_changes: bool) -> str:
     """Salt diffs the link target's content against the new content; same content: a message."""
     if os.path.exists(name) and current != data:
-        return F.content_diff(current, data) if show_changes else "<show_changes=False>"
+        return F.content_diff(current, data, show_changes)
     return "Replace symbolic link with regular file"
 
 
@@ -303,7 +293,7 @@ def predict_changes(name: str, data: bytes | None, user: Any, group: Any, mode: 
         else:
             current = F.read_bytes(real)
             if current != data:
-                changes["diff"] = F.content_diff(current, data) if show_changes else "<show_changes=False>"
+                changes["diff"] = F.content_diff(current, data, show_changes)
     changes.update(F.perm_changes(name, user, group, mode, follow_symlinks))
     return changes
 
@@ -339,9 +329,9 @@ def managed(
 ) -> dict[str, Any]:
     """Manage a file's content (contents / contents_pillar / contents_grains / source), owner and mode."""
     name = os.path.expanduser(str(name)) if name else ""
-    ret = _ret(name)
+    ret = F.new_ret(name)
     if not name:
-        return _error(ret, "Destination file name is required")
+        return F.fail(ret, "Destination file name is required")
     if user is None and kwargs.get("owner") is not None:
         user = kwargs["owner"]
     keep_mode = isinstance(mode, str) and mode.lower() == "keep"
@@ -350,16 +340,16 @@ def managed(
         try:
             F.mode_bits(mode)
         except F.FileStateError as exc:
-            return _error(ret, str(exc))
+            return F.fail(ret, str(exc))
     given = [x for x in (contents, contents_pillar, contents_grains) if x is not None]
     if source and given:
-        return _error(ret, "'source' cannot be used in combination with 'contents', "
+        return F.fail(ret, "'source' cannot be used in combination with 'contents', "
                            "'contents_pillar', or 'contents_grains'")
     if keep_mode and given:
-        return _error(ret, "Mode preservation cannot be used in combination with 'contents', "
+        return F.fail(ret, "Mode preservation cannot be used in combination with 'contents', "
                            "'contents_pillar', or 'contents_grains'")
     if len(given) > 1:
-        return _error(ret, "Only one of 'contents', 'contents_pillar', and 'contents_grains' is permitted")
+        return F.fail(ret, "Only one of 'contents', 'contents_pillar', and 'contents_grains' is permitted")
     if "file_mode" in kwargs:
         ret.setdefault("warnings", []).append(
             "The 'file_mode' argument will be ignored.  Please use 'mode' instead to set file permissions.")
@@ -370,11 +360,11 @@ def managed(
         return ret
     owner_error = F.check_user_group(user, group)
     if owner_error and not ctx.test:
-        return _error(ret, owner_error)
+        return F.fail(ret, owner_error)
     if not os.path.isabs(name):
-        return _error(ret, f"Specified file {name} is not an absolute path")
+        return F.fail(ret, f"Specified file {name} is not an absolute path")
     if os.path.isdir(name):
-        return _error(ret, f"Specified target {name} is a directory")
+        return F.fail(ret, f"Specified target {name} is a directory")
 
     if not replace and os.path.exists(name):
         return _perms_only(ctx, ret, name, user, group, mode, follow_symlinks)
@@ -386,7 +376,7 @@ def managed(
             skip_verify, source_hash_name)
     except (S.SourceError, F.FileStateError) as exc:
         prefix = "Unable to manage file: " if source and not ctx.test else ""
-        return _error(ret, f"{prefix}{exc}")
+        return F.fail(ret, f"{prefix}{exc}")
     if keep_mode and source_mode is not None:
         mode = source_mode
 
@@ -406,7 +396,7 @@ def managed(
                               check_cmd=check_cmd)
     except (OSError, F.FileStateError) as exc:
         ret["changes"] = {}
-        return _error(ret, f"Unable to manage file: {exc}")
+        return F.fail(ret, f"Unable to manage file: {exc}")
 
 
 def _perms_only(ctx: StateContext, ret: dict[str, Any], name: str, user: Any, group: Any,
@@ -522,33 +512,33 @@ def serialize(
 ) -> dict[str, Any]:
     """Write ``dataset`` (or the pillar value ``dataset_pillar``) as JSON or YAML."""
     name = os.path.expanduser(str(name)) if name else ""
-    ret = _ret(name)
+    ret = F.new_ret(name)
     if not name:
-        return _error(ret, "Must provide name to file.serialize")
+        return F.fail(ret, "Must provide name to file.serialize")
     if not create and not os.path.isfile(name):
         ret["comment"] = f"File {name} is not present and is not set for creation"
         return ret
     formatter = kwargs.get("formatter")
     if serializer and formatter:
-        return _error(ret, "Only one of serializer and formatter are allowed")
+        return F.fail(ret, "Only one of serializer and formatter are allowed")
     fmt = str(serializer or formatter or "yaml").lower()
     if dataset and dataset_pillar:
-        return _error(ret, "Only one of 'dataset' and 'dataset_pillar' is permitted")
+        return F.fail(ret, "Only one of 'dataset' and 'dataset_pillar' is permitted")
     if dataset_pillar:
         dataset = _traverse(ctx.pillar, dataset_pillar)
         if dataset is _NOT_FOUND:
             dataset = None
     if dataset is None:
-        return _error(ret, "Neither 'dataset' nor 'dataset_pillar' was defined")
+        return F.fail(ret, "Neither 'dataset' nor 'dataset_pillar' was defined")
     if fmt not in ("json", "yaml"):
-        return _error(ret, f"The {fmt} serializer could not be found. It either does not exist or "
+        return F.fail(ret, f"The {fmt} serializer could not be found. It either does not exist or "
                            "its prerequisites are not installed.")
     existing = None
     if merge_if_exists and os.path.isfile(name):
         try:
             existing = _deserialize(F.read_bytes(name).decode("utf-8"), fmt)
         except (ValueError, UnicodeDecodeError, Exception) as exc:  # noqa: BLE001 - yaml errors too
-            return _error(ret, f"Failed to deserialize existing data: {exc}")
+            return F.fail(ret, f"Failed to deserialize existing data: {exc}")
         if existing is not None:
             merged = _merge_recurse(existing, dataset)
             if merged == existing:
@@ -558,7 +548,7 @@ def serialize(
     try:
         text = _serialize(dataset, fmt, _repack(serializer_opts)) + "\n"
     except (TypeError, ValueError, S.SourceError) as exc:
-        return _error(ret, f"Failed to serialize dataset: {exc}")
+        return F.fail(ret, f"Failed to serialize dataset: {exc}")
     mode = F.normalize_mode(mode)
     data = text.encode()
     if ctx.test:
@@ -571,14 +561,14 @@ def serialize(
     else:
         owner_error = F.check_user_group(user, group)
         if owner_error:
-            return _error(ret, owner_error)
+            return F.fail(ret, owner_error)
         try:
             ret = manage_content(ctx, ret, name, data, from_source=False, user=user, group=group, mode=mode,
                                  makedirs=makedirs, backup=backup, show_changes=show_changes,
                                  check_cmd=check_cmd)
         except (OSError, F.FileStateError) as exc:
             ret["changes"] = {}
-            return _error(ret, f"Unable to manage file: {exc}")
+            return F.fail(ret, f"Unable to manage file: {exc}")
     if isinstance(existing, Mapping) and isinstance(dataset, Mapping):
         # Salt reports a merge as the data difference, not as a text diff
         ret["changes"]["diff"] = recursive_diff(existing, dataset)
@@ -606,14 +596,14 @@ def copy(
     """Copy the local file or tree ``source`` to ``name`` (when missing, or always with ``force``)."""
     name = os.path.expanduser(str(name)) if name else ""
     source = os.path.expanduser(str(source or ""))
-    ret = _ret(name)
+    ret = F.new_ret(name)
     ret["comment"] = f'Copied "{source}" to "{name}"'
     if not name:
-        return _error(ret, "Must provide name to file.copy")
+        return F.fail(ret, "Must provide name to file.copy")
     if not os.path.isabs(name):
-        return _error(ret, f"Specified file {name} is not an absolute path")
+        return F.fail(ret, f"Specified file {name} is not an absolute path")
     if not os.path.exists(source):
-        return _error(ret, f'Source file "{source}" is not present')
+        return F.fail(ret, f'Source file "{source}" is not present')
     src_stat = os.stat(source)
     if preserve:
         uid, gid = src_stat.st_uid, src_stat.st_gid
@@ -623,7 +613,7 @@ def copy(
             user = kwargs["owner"]
         owner_error = F.check_user_group(user, group)
         if owner_error:
-            return _error(ret, owner_error)
+            return F.fail(ret, owner_error)
         uid = F.resolve_uid(user) if user not in (None, "") else os.geteuid()
         gid = F.resolve_gid(group) if group not in (None, "") else _primary_gid(uid)
         mode = F.normalize_mode(mode) or F.normalize_mode(oct(stat.S_IMODE(src_stat.st_mode)))
@@ -643,16 +633,16 @@ def copy(
     parent = os.path.dirname(name)
     if not os.path.isdir(parent):
         if not makedirs:
-            return _error(ret, f"The target directory {parent} is not present")
+            return F.fail(ret, f"The target directory {parent} is not present")
         wanted = F.normalize_mode(dir_mode) if dir_mode is not None else F.dir_mode_for_file(mode)
         try:
             F.make_dirs(parent, wanted, uid, gid)
         except F.FileStateError as exc:
-            return _error(ret, str(exc))
+            return F.fail(ret, str(exc))
     try:
         if os.path.isdir(source):
             if exists:
-                _remove_any(name)
+                F.remove_path(name)
             shutil.copytree(source, name, symlinks=True)
             for root, dirs, files in os.walk(name):
                 for entry in dirs + files:
@@ -662,12 +652,12 @@ def copy(
                 os.chmod(name, F.mode_bits(mode))
         else:
             if exists and (os.path.isdir(name) and not os.path.islink(name)):
-                _remove_any(name)
+                F.remove_path(name)
             F.atomic_write(name, F.read_bytes(source), F.mode_bits(mode), uid, gid)
             if preserve:
                 os.utime(name, ns=(src_stat.st_atime_ns, src_stat.st_mtime_ns))
     except (OSError, F.FileStateError):
-        return _error(ret, f'Failed to copy "{source}" to "{name}"')
+        return F.fail(ret, f'Failed to copy "{source}" to "{name}"')
     ret["changes"] = {name: source}
     return ret
 
@@ -679,10 +669,3 @@ def _primary_gid(uid: int) -> int:
         return pwd.getpwuid(uid).pw_gid
     except KeyError:
         return os.getegid()
-
-
-def _remove_any(path: str) -> None:
-    if os.path.isdir(path) and not os.path.islink(path):
-        shutil.rmtree(path)
-    else:
-        os.unlink(path)

@@ -18,23 +18,6 @@ if TYPE_CHECKING:
 _RECURSE_TYPES = ("user", "group", "mode", "ignore_files", "ignore_dirs", "silent")
 
 
-def _ret(name: str) -> dict[str, Any]:
-    return {"name": name, "changes": {}, "result": True, "comment": ""}
-
-
-def _error(ret: dict[str, Any], message: str) -> dict[str, Any]:
-    ret["result"] = False
-    ret["comment"] = message
-    return ret
-
-
-def _remove(path: str) -> None:
-    if os.path.islink(path) or (os.path.exists(path) and not os.path.isdir(path)):
-        os.remove(path)
-    elif os.path.isdir(path):
-        shutil.rmtree(path)
-
-
 # ---------------------------------------------------------------------------
 # absent / exists / missing
 
@@ -42,13 +25,13 @@ def _remove(path: str) -> None:
 def absent(ctx: StateContext, name: str, **kwargs: Any) -> dict[str, Any]:
     """Make sure a file, symlink or directory (recursively) is not there."""
     name = os.path.expanduser(str(name)) if name else ""
-    ret = _ret(name)
+    ret = F.new_ret(name)
     if not name:
-        return _error(ret, "Must provide name to file.absent")
+        return F.fail(ret, "Must provide name to file.absent")
     if not os.path.isabs(name):
-        return _error(ret, f"Specified file {name} is not an absolute path")
+        return F.fail(ret, f"Specified file {name} is not an absolute path")
     if os.path.normpath(name) == "/":
-        return _error(ret, 'Refusing to make "/" absent')
+        return F.fail(ret, 'Refusing to make "/" absent')
     is_file = os.path.isfile(name) or os.path.islink(name)
     if not is_file and not os.path.isdir(name):
         ret["comment"] = f"File {name} is not present"
@@ -60,9 +43,9 @@ def absent(ctx: StateContext, name: str, **kwargs: Any) -> dict[str, Any]:
         ret["comment"] = f"{kind} {name} is set for removal"
         return ret
     try:
-        _remove(name)
+        F.remove_path(name)
     except OSError as exc:
-        return _error(ret, f"Failed to remove {kind.lower()} {name}: {exc.strerror or exc}")
+        return F.fail(ret, f"Failed to remove {kind.lower()} {name}: {exc.strerror or exc}")
     ret["comment"] = f"Removed {kind.lower()} {name}"
     ret["changes"]["removed"] = name
     return ret
@@ -71,11 +54,11 @@ def absent(ctx: StateContext, name: str, **kwargs: Any) -> dict[str, Any]:
 def exists(ctx: StateContext, name: str, **kwargs: Any) -> dict[str, Any]:
     """Fail unless the path exists (nothing is changed)."""
     name = os.path.expanduser(str(name)) if name else ""
-    ret = _ret(name)
+    ret = F.new_ret(name)
     if not name:
-        return _error(ret, "Must provide name to file.exists")
+        return F.fail(ret, "Must provide name to file.exists")
     if not os.path.exists(name):
-        return _error(ret, f"Specified path {name} does not exist")
+        return F.fail(ret, f"Specified path {name} does not exist")
     ret["comment"] = f"Path {name} exists"
     return ret
 
@@ -83,11 +66,11 @@ def exists(ctx: StateContext, name: str, **kwargs: Any) -> dict[str, Any]:
 def missing(ctx: StateContext, name: str, **kwargs: Any) -> dict[str, Any]:
     """Fail if the path exists (nothing is changed)."""
     name = os.path.expanduser(str(name)) if name else ""
-    ret = _ret(name)
+    ret = F.new_ret(name)
     if not name:
-        return _error(ret, "Must provide name to file.missing")
+        return F.fail(ret, "Must provide name to file.missing")
     if os.path.exists(name):
-        return _error(ret, f"Specified path {name} exists")
+        return F.fail(ret, f"Specified path {name} exists")
     ret["comment"] = f"Path {name} is missing"
     return ret
 
@@ -109,11 +92,11 @@ def touch(ctx: StateContext, name: str, atime: Any = None, mtime: Any = None, ma
           **kwargs: Any) -> dict[str, Any]:
     """Create an empty file, or update the times of an existing one."""
     name = os.path.expanduser(str(name)) if name else ""
-    ret: dict[str, Any] = {"name": name, "changes": {}, "result": True, "comment": ""}
+    ret = F.new_ret(name)
     if not name:
-        return _error(ret, "Must provide name to file.touch")
+        return F.fail(ret, "Must provide name to file.touch")
     if not os.path.isabs(name):
-        return _error(ret, f"Specified file {name} is not an absolute path")
+        return F.fail(ret, f"Specified file {name} is not an absolute path")
     if ctx.test:
         if not os.path.exists(name):
             ret.update(result=None, comment=f"File {name} is set to be created", changes={"new": name})
@@ -130,9 +113,9 @@ def touch(ctx: StateContext, name: str, atime: Any = None, mtime: Any = None, ma
         try:
             F.make_dirs(parent)
         except F.FileStateError as exc:
-            return _error(ret, str(exc))
+            return F.fail(ret, str(exc))
     if not os.path.isdir(parent):
-        return _error(ret, f"Directory not present to touch file {name}")
+        return F.fail(ret, f"Directory not present to touch file {name}")
     extant = os.path.exists(name)
     try:
         times = _touch_times(atime, mtime)
@@ -141,7 +124,7 @@ def touch(ctx: StateContext, name: str, atime: Any = None, mtime: Any = None, ma
             os.close(fd)
         os.utime(name, times)
     except (OSError, ValueError) as exc:
-        return _error(ret, f"Unable to touch {name}: {exc}")
+        return F.fail(ret, f"Unable to touch {name}: {exc}")
     if not extant:
         ret["comment"] = f"Created empty file {name}"
         ret["changes"]["new"] = name
@@ -198,13 +181,9 @@ def _excluded(relpath: str, exclude_pat: Any) -> bool:
 
 
 def _dir_meta(path: str, user: Any, group: Any, mode: str | None, follow_symlinks: bool) -> dict[str, Any]:
-    st = F.stats(path, follow_symlinks)
-    if st is None:
+    if F.stats(path, follow_symlinks) is None:
         return {"directory": "new"}
-    changes = F.perm_changes(path, user, group, None, follow_symlinks)
-    if mode is not None and mode != st.mode and (follow_symlinks or not st.is_link):
-        changes["mode"] = mode
-    return changes
+    return F.perm_changes(path, user, group, mode, follow_symlinks)
 
 
 def _keep_paths(ctx: StateContext, name: str, require: Any) -> set[str]:
@@ -269,11 +248,7 @@ def _check_directory(ctx: StateContext, name: str, user: Any, group: Any, recurs
             if "ignore_files" not in recurse:
                 for fname in files:
                     path = os.path.join(root, fname)
-                    fchange = F.perm_changes(path, r_user, r_group, None, follow_symlinks)
-                    st = F.stats(path, follow_symlinks)
-                    if r_file_mode is not None and st is not None and r_file_mode != st.mode and (
-                            follow_symlinks or not st.is_link):
-                        fchange["mode"] = r_file_mode
+                    fchange = F.perm_changes(path, r_user, r_group, r_file_mode, follow_symlinks)
                     if fchange:
                         changes[path] = fchange
             if "ignore_dirs" not in recurse:
@@ -316,14 +291,14 @@ def directory(
 ) -> dict[str, Any]:
     """Make sure a directory exists with the given owner and mode (optionally recursively, cleaned)."""
     name = os.path.expanduser(str(name)) if name else ""
-    ret = _ret(name)
+    ret = F.new_ret(name)
     if not name:
-        return _error(ret, "Must provide name to file.directory")
+        return F.fail(ret, "Must provide name to file.directory")
     if name != "/" and name.endswith("/"):
         name = name.rstrip("/") or "/"
         ret["name"] = name
     if max_depth is not None and clean:
-        return _error(ret, "Cannot specify both max_depth and clean")
+        return F.fail(ret, "Cannot specify both max_depth and clean")
     if user is None and kwargs.get("owner") is not None:
         user = kwargs["owner"]
     if "mode" in kwargs and not dir_mode:
@@ -337,18 +312,18 @@ def directory(
             if value is not None:
                 F.mode_bits(value)
     except F.FileStateError as exc:
-        return _error(ret, str(exc))
+        return F.fail(ret, str(exc))
     if require is None:
         require = ctx.low.get("require")
     owner_error = F.check_user_group(user, group)
     if owner_error and not ctx.test:
-        return _error(ret, owner_error)
+        return F.fail(ret, owner_error)
     if not os.path.isabs(name):
-        return _error(ret, f"Specified file {name} is not an absolute path")
+        return F.fail(ret, f"Specified file {name} is not an absolute path")
     try:
         recurse_set = _recurse_set(recurse)
     except ValueError as exc:
-        return _error(ret, str(exc))
+        return F.fail(ret, str(exc))
     depth = int(max_depth) if max_depth is not None else None
 
     in_the_way = os.path.isfile(name) or (not allow_symlink and os.path.islink(name)) or (
@@ -357,11 +332,11 @@ def directory(
         if backupname is not None:
             if os.path.lexists(backupname):
                 if not force:
-                    return _error(ret, f"File exists where the backup target {backupname} should go")
+                    return F.fail(ret, f"File exists where the backup target {backupname} should go")
                 if ctx.test:
                     ret["changes"]["forced"] = f"Existing file at backup path {backupname} would be removed"
                 else:
-                    _remove(backupname)
+                    F.remove_path(backupname)
             if ctx.test:
                 ret["changes"]["backup"] = f"{name} would be renamed to {backupname}"
                 ret["changes"][name] = {"directory": "new"}
@@ -374,12 +349,12 @@ def directory(
             if ctx.test:
                 ret["changes"]["forced"] = f"{kind} would be forcibly replaced"
             else:
-                _remove(name)
+                F.remove_path(name)
                 ret["changes"]["forced"] = f"{kind} was forcibly replaced"
         elif os.path.isfile(name) and not os.path.islink(name):
-            return _error(ret, f"Specified location {name} exists and is a file")
+            return F.fail(ret, f"Specified location {name} exists and is a file")
         else:
-            return _error(ret, f"Specified location {name} exists and is a symlink")
+            return F.fail(ret, f"Specified location {name} exists and is a symlink")
 
     tchanges = _check_directory(ctx, name, user, group, recurse_set, dir_mode, file_mode, clean, require,
                                 exclude_pat, depth, follow_symlinks, children_only)
@@ -401,11 +376,11 @@ def directory(
     if not os.path.isdir(name):
         parent = os.path.dirname(name)
         if not os.path.isdir(parent) and not makedirs:
-            return _error(ret, f"No directory to create {name} in")
+            return F.fail(ret, f"No directory to create {name} in")
         try:
             F.make_dirs(name, dir_mode, user, group)
         except F.FileStateError as exc:
-            return _error(ret, str(exc))
+            return F.fail(ret, str(exc))
         ret["changes"][name] = {"directory": "new"}
         ret["comment"] = f"Directory {name} updated"
         return ret
@@ -446,7 +421,7 @@ def directory(
         for path in _clean_targets(ctx, name, require, exclude_pat, _walk(name)):
             if os.path.lexists(path):
                 try:
-                    _remove(path)
+                    F.remove_path(path)
                 except OSError as exc:
                     errors.append(f"Unable to remove {path}: {exc.strerror}")
                     continue
@@ -474,7 +449,7 @@ def directory(
 
 def _link_owner(path: str) -> tuple[str, str]:
     st = os.lstat(path)
-    return F._user_name(st.st_uid), F._group_name(st.st_gid)
+    return F.user_name(st.st_uid), F.group_name(st.st_gid)
 
 
 def _owner_ok(path: str, user: str, group: str) -> bool:
@@ -521,9 +496,9 @@ def symlink(
 ) -> dict[str, Any]:
     """Make sure ``name`` is a symlink to ``target`` (owned by user:group)."""
     name = os.path.expanduser(str(name)) if name else ""
-    ret = _ret(name)
+    ret = F.new_ret(name)
     if not name:
-        return _error(ret, "Must provide name to file.symlink")
+        return F.fail(ret, "Must provide name to file.symlink")
     target = str(target)
     path_exists = os.path.exists if follow_symlinks else os.path.lexists
     mode = F.normalize_mode(mode)
@@ -534,12 +509,12 @@ def symlink(
         user = cur_user if user is None else user
         group = cur_group if group is None else group
     if user is None:
-        user = ctx.opts.get("user") or F._user_name(os.geteuid())
+        user = ctx.opts.get("user") or F.user_name(os.geteuid())
     if group is None:
         import pwd
 
         try:
-            group = F._group_name(pwd.getpwnam(str(user)).pw_gid)
+            group = F.group_name(pwd.getpwnam(str(user)).pw_gid)
         except KeyError:
             group = user
     errors = []
@@ -550,7 +525,7 @@ def symlink(
     if not os.path.isabs(name):
         errors.append(f"Specified file {name} is not an absolute path")
     if errors:
-        return _error(ret, ". ".join(errors) + ("." if len(errors) > 1 else ""))
+        return F.fail(ret, ". ".join(errors) + ("." if len(errors) > 1 else ""))
     user, group = str(user), str(group)
 
     # what would change
@@ -583,11 +558,11 @@ def symlink(
                 try:
                     F.make_dirs(parent, mode, user, group)
                 except F.FileStateError as exc:
-                    return _error(ret, str(exc))
+                    return F.fail(ret, str(exc))
         elif ctx.test:
             tcomment += f"\nDirectory {parent} for symlink is not present"
         else:
-            return _error(ret, f"Directory {parent} for symlink is not present")
+            return F.fail(ret, f"Directory {parent} for symlink is not present")
     if ctx.test:
         ret.update(result=tresult, comment=tcomment, changes=tchanges)
         return ret
@@ -612,29 +587,29 @@ def symlink(
         if backupname is not None:
             if not os.path.isabs(backupname):
                 if backupname != os.path.basename(backupname):
-                    return _error(ret, f"Backupname must be an absolute path or a file name: {backupname}")
+                    return F.fail(ret, f"Backupname must be an absolute path or a file name: {backupname}")
                 backupname = os.path.join(os.path.dirname(os.path.normpath(name)), backupname)
             if os.path.lexists(backupname):
                 if not force:
-                    return _error(ret, f"Symlink & backup dest exists and Force not set. {name} -> {target} - "
+                    return F.fail(ret, f"Symlink & backup dest exists and Force not set. {name} -> {target} - "
                                        f"backup: {backupname}")
-                _remove(backupname)
+                F.remove_path(backupname)
             try:
                 shutil.move(name, backupname)
             except OSError as exc:
-                return _error(ret, f"Unable to rename {name} to backup {backupname} -> : {exc}")
+                return F.fail(ret, f"Unable to rename {name} to backup {backupname} -> : {exc}")
         elif force:
             try:
-                _remove(name)
+                F.remove_path(name)
             except OSError as exc:
-                return _error(ret, f"Unable to remove {name} to make way for the symlink: {exc.strerror}")
+                return F.fail(ret, f"Unable to remove {name} to make way for the symlink: {exc.strerror}")
         elif not atomic:
             kind = "File" if os.path.isfile(name) else "Directory" if os.path.isdir(name) else "File system entry"
-            return _error(ret, f"{kind} exists where the symlink {name} should be")
+            return F.fail(ret, f"{kind} exists where the symlink {name} should be")
     try:
         _make_link(target, name)
     except OSError as exc:
-        return _error(ret, f"Unable to create new symlink {name} -> {target}: {exc}")
+        return F.fail(ret, f"Unable to create new symlink {name} -> {target}: {exc}")
     ret["comment"] = f"Created new symlink {name} -> {target}"
     ret["changes"]["new"] = name
     if not _owner_ok(name, user, group):

@@ -14,9 +14,11 @@ import errno
 import grp
 import os
 import pwd
+import shutil
 import stat
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +27,18 @@ TEMP_PREFIX = ".saltpan-"
 
 class FileStateError(Exception):
     """A file operation failed; the message is what the state reports as its comment."""
+
+
+def new_ret(name: str, result: bool | None = True) -> dict[str, Any]:
+    """A file state's return, in Salt's key order, before anything is known."""
+    return {"name": name, "changes": {}, "result": result, "comment": ""}
+
+
+def fail(ret: dict[str, Any], message: str) -> dict[str, Any]:
+    """``ret`` failed with ``message`` as its comment."""
+    ret["result"] = False
+    ret["comment"] = message
+    return ret
 
 
 # ---------------------------------------------------------------------------
@@ -69,31 +83,25 @@ def default_file_mode() -> str:
     return normalize_mode(oct((0o777 ^ current_umask()) & 0o666)) or "0644"
 
 
+def _resolve_id(value: Any, lookup: Callable[[str], int]) -> int | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, int):
+        return value
+    try:
+        return lookup(str(value))
+    except KeyError:
+        return int(value) if str(value).isdigit() else None
+
+
 def resolve_uid(user: Any) -> int | None:
     """uid for a user name or number; None when it does not exist."""
-    if user is None or user == "":
-        return None
-    if isinstance(user, int):
-        return user
-    try:
-        return pwd.getpwnam(str(user)).pw_uid
-    except KeyError:
-        if str(user).isdigit():
-            return int(user)
-        return None
+    return _resolve_id(user, lambda name: pwd.getpwnam(name).pw_uid)
 
 
 def resolve_gid(group: Any) -> int | None:
-    if group is None or group == "":
-        return None
-    if isinstance(group, int):
-        return group
-    try:
-        return grp.getgrnam(str(group)).gr_gid
-    except KeyError:
-        if str(group).isdigit():
-            return int(group)
-        return None
+    """gid for a group name or number; None when it does not exist."""
+    return _resolve_id(group, lambda name: grp.getgrnam(name).gr_gid)
 
 
 def check_user_group(user: Any, group: Any) -> str:
@@ -106,14 +114,14 @@ def check_user_group(user: Any, group: Any) -> str:
     return err.strip()
 
 
-def _user_name(uid: int) -> str:
+def user_name(uid: int) -> str:
     try:
         return pwd.getpwuid(uid).pw_name
     except KeyError:
         return str(uid)
 
 
-def _group_name(gid: int) -> str:
+def group_name(gid: int) -> str:
     try:
         return grp.getgrgid(gid).gr_name
     except KeyError:
@@ -139,8 +147,8 @@ def stats(path: str, follow_symlinks: bool = True) -> Stats | None:
     return Stats(
         uid=st.st_uid,
         gid=st.st_gid,
-        user=_user_name(st.st_uid),
-        group=_group_name(st.st_gid),
+        user=user_name(st.st_uid),
+        group=group_name(st.st_gid),
         mode=normalize_mode(oct(stat.S_IMODE(st.st_mode))) or "0000",
         is_link=stat.S_ISLNK(st.st_mode),
         is_dir=stat.S_ISDIR(st.st_mode),
@@ -378,6 +386,14 @@ def make_dirs(path: str, mode: str | None = None, user: Any = None, group: Any =
     return created
 
 
+def remove_path(path: str) -> None:
+    """Remove a file, a symlink (not its target) or a directory tree; nothing when absent."""
+    if os.path.islink(path) or (os.path.exists(path) and not os.path.isdir(path)):
+        os.remove(path)
+    elif os.path.isdir(path):
+        shutil.rmtree(path)
+
+
 def dir_mode_for_file(mode: str | None) -> str | None:
     """Salt: parents made for a file get the file's mode plus x on every non-zero digit."""
     if mode is None:
@@ -409,10 +425,15 @@ def unified_diff(old: list[str], new: list[str]) -> str:
     return "".join(difflib.unified_diff(old, new))
 
 
-def content_diff(old: bytes, new: bytes) -> str:
-    """Salt's file diff, including its binary-file messages; '' when equal."""
+def content_diff(old: bytes, new: bytes, show_changes: bool = True) -> str:
+    """Salt's file diff, including its binary-file messages; '' when equal.
+
+    With ``show_changes`` False, a differing content reports Salt's placeholder instead.
+    """
     if old == new:
         return ""
+    if not show_changes:
+        return "<show_changes=False>"
     old_bin, new_bin = is_binary(old), is_binary(new)
     if old_bin and new_bin:
         return "Replace binary file"

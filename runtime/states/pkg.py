@@ -229,6 +229,11 @@ def backend() -> Apt | Dnf | None:
     return None
 
 
+def _same_version(mgr: Apt | Dnf, installed: str | None, wanted: str) -> bool:
+    """``installed`` is ``wanted`` (as written, or equal by the package manager's comparison)."""
+    return installed is not None and (installed == wanted or mgr.compare(installed, "=", wanted))
+
+
 @dataclass
 class Target:
     name: str
@@ -246,7 +251,7 @@ class Target:
         if op in ("=", "==") and any(c in wanted for c in "*?["):
             return fnmatch.fnmatch(installed, wanted)
         if op in ("=", "=="):
-            return installed == wanted or mgr.compare(installed, "=", wanted)
+            return _same_version(mgr, installed, wanted)
         return mgr.compare(installed, op, wanted)
 
     def described(self) -> str:
@@ -396,8 +401,8 @@ def _installed_from_files(ctx: StateContext, ret: dict[str, Any], mgr: Apt | Dnf
             ret.update(result=False, comment=str(exc))
             return ret
         before = mgr.installed(list(files))
-        todo = [n for n, (_path, file_version) in files.items() if before[n] is None or not (
-            before[n] == file_version or mgr.compare(before[n], "=", file_version))]
+        todo = [n for n, (_path, file_version) in files.items()
+                if not _same_version(mgr, before[n], file_version)]
         if not todo:
             ret["comment"] = "All specified packages are already installed"
             return ret
@@ -414,8 +419,7 @@ def _installed_from_files(ctx: StateContext, ret: dict[str, Any], mgr: Apt | Dnf
             error = str(exc)
     after = mgr.installed(list(files))
     ret["changes"] = _diff(before, after)
-    failed = [n for n in todo if after[n] is None or not (
-        after[n] == files[n][1] or mgr.compare(after[n], "=", files[n][1]))]
+    failed = [n for n in todo if not _same_version(mgr, after[n], files[n][1])]
     comment = []
     if failed:
         ret["result"] = False

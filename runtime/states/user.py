@@ -10,6 +10,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from runtime.states import _accounts as A
+from runtime.states import _files as F
 
 if TYPE_CHECKING:
     from runtime.states import StateContext
@@ -46,11 +47,11 @@ def _wanted_changes(name: str, uid: Any, gid: Any, groups: list[str] | None, opt
         wanted_groups = sorted(set(wanted_groups + current_groups))
     if uid not in (None, "") and info["uid"] != int(uid):
         change["uid"] = int(uid)
-    wanted_gid = A.group_gid(gid) if gid not in (None, "") else None
+    wanted_gid = F.resolve_gid(gid) if gid not in (None, "") else None
     if gid not in (None, "") and info["gid"] != wanted_gid:
         change["gid"] = gid
-    default_grp = A.group_name(wanted_gid if wanted_gid is not None else info["gid"])
-    old_default = A.group_name(info["gid"])
+    default_grp = F.group_name(wanted_gid if wanted_gid is not None else info["gid"])
+    old_default = F.group_name(info["gid"])
     for grp_name in {default_grp, old_default}:
         if grp_name in current_groups:
             current_groups.remove(grp_name)
@@ -188,7 +189,7 @@ def present(
                 return ret
             groups_l = [g for g in groups_l if g not in missing_groups]
     optional = [g for g in (_group_list(optional_groups) or []) if A.group_info(g)] or None
-    if gid not in (None, "") and A.group_gid(gid) is None and not ctx.test:
+    if gid not in (None, "") and F.resolve_gid(gid) is None and not ctx.test:
         ret.update(result=False, comment=f"Group {gid} (gid) is not present")
         return ret
     try:
