@@ -74,6 +74,3 @@ def lookup(mod: str, fun: str) -> StateFunction | None:
     return func
 
 
-def result(name: str, ok: bool | None = True, comment: str = "", changes: dict | None = None) -> dict:
-    """A state return in Salt's shape."""
-    return {"name": name, "result": ok, "changes": changes or {}, "comment": comment}
