@@ -66,15 +66,9 @@ def minion_grains(opts: Mapping[str, Any], minion_id: str, grains_file: str | No
 
 
 def pillar_compiler(opts: Mapping[str, Any]):
-    from compiler.pillar import PillarCompiler
-    from compiler.roots import LocalRoots
+    from runtime import pipeline
 
-    drivers = None  # no ext_pillar configured: no driver is ever looked up, so skip the loader's imports
-    if opts.get("ext_pillar"):
-        from runtime.ext_loader import DriverLoader
-
-        drivers = DriverLoader(opts)
-    return PillarCompiler(opts, LocalRoots(opts.get("pillar_roots") or {}), drivers)
+    return pipeline.pillar_compiler(opts)
 
 
 def run(args: argparse.Namespace) -> int:
