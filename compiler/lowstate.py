@@ -441,10 +441,10 @@ def compile_lowstate(high: dict, origins: dict[str, Origin],
             members = ", ".join(
                 f"({_chunk_str(dependent)}, '{kind}', {_chunk_str(dependency)})"
                 for dependent, kind, dependency in problem.members)
-            places = [f"{f}:{ln}" for f, ln in sorted({run.where.of(c["__id__"]) for c, _, _ in problem.members
-                                                          if run.where.of(c["__id__"])[0]},
-                                                         key=lambda place: (place[0], place[1] or 0))]
-            first = run.where.of(problem.members[0][0]["__id__"]) if problem.members else (None, None)
+            member_places = [run.where.of(dependent["__id__"]) for dependent, _, _ in problem.members]
+            places = [f"{f}:{ln}" for f, ln in sorted({place for place in member_places if place[0]},
+                                                       key=lambda place: (place[0], place[1] or 0))]
+            first = member_places[0] if member_places else (None, None)
             errors.append(CompileError(REQUISITE_CYCLE, f"Recursive requisites were found: {members}"
                                        + (f" (declared at {', '.join(places)})" if places else ""), *first))
     if errors:

@@ -420,8 +420,9 @@ class _PillarRun:
     def call_driver(self, name: str, args: Any, pillar: dict) -> tuple[bool, dict | None]:
         """(succeeded, data) of one driver call; every failure becomes one _errors entry.
 
-        The driver gets copies of the pillar and grains: whatever it does to them
-        (even after a timeout abandoned it) cannot reach this compile.
+        The driver gets a copy of the pillar, and the loader (runtime.ext_loader) gives one of
+        the grains to a driver that takes them: whatever it does to them (even after a timeout
+        abandoned it) cannot reach this compile.
         """
         driver = self.o.drivers(name)
         if driver is None:
@@ -429,7 +430,7 @@ class _PillarRun:
                                    f"(minion {self.minion_id}): no driver '{name}' in the ext_pillar package or "
                                    "in <extension_modules>/pillar/"))
             return False, None
-        extra = {"grains": deepcopy(dict(self.grains))} if getattr(driver, "accepts_grains", False) else {}
+        extra = {"grains": self.grains} if getattr(driver, "accepts_grains", False) else {}
         seen = deepcopy(pillar)
         try:
             if isinstance(args, dict):

@@ -9,7 +9,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from compiler import match
@@ -144,16 +144,26 @@ def _reason(reason: Any, limit: float) -> str:
     return str(reason)
 
 
-def fetch_text(minion_id: str, url: Any, with_grains: bool, grains: Mapping[str, Any] | None,
-               **options: Any) -> tuple[str, str]:
-    """(body, url shown in messages) for one minion."""
-    if not isinstance(with_grains, bool):
-        raise DriverError(f"with_grains must be true or false, got {with_grains!r}")
-    full = build_url(url, minion_id, with_grains, grains or {})
-    return get(full, **options), _shown(full)
+def mapping_driver(parse: Callable[[str, str], dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+    """The ext_pillar function of a driver whose per-minion URL answers a body ``parse(text, what)``
+    turns into a mapping (``what`` names the URL in errors)."""
+
+    def ext_pillar(minion_id: str, pillar: dict, url: str, with_grains: bool = False,
+                   header_dict: Mapping[str, Any] | None = None, auth: Any = None, username: str | None = None,
+                   password: str | None = None, namespace: str | None = None, timeout: float | None = None,
+                   verify_ssl: bool = True, ca_bundle: str | None = None, *,
+                   grains: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        if not isinstance(with_grains, bool):
+            raise DriverError(f"with_grains must be true or false, got {with_grains!r}")
+        full = build_url(url, minion_id, with_grains, grains or {})
+        body = get(full, timeout=timeout, verify_ssl=verify_ssl, ca_bundle=ca_bundle, header_dict=header_dict,
+                   username=username, password=password, auth=auth)
+        return _nest(parse(body, f"the body of {_shown(full)}"), namespace)
+
+    return ext_pillar
 
 
-def nest(data: dict, namespace: Any) -> dict:
+def _nest(data: dict, namespace: Any) -> dict:
     if namespace is None or namespace == "":
         return data
     if not isinstance(namespace, str):

@@ -17,17 +17,7 @@ class UsageError(Exception):
 
 
 def read_data_file(path: str, what: str) -> dict[str, Any]:
-    import yaml
-
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = yaml.safe_load(fh)
-    except OSError as exc:
-        raise UsageError(f"cannot read {what} file {path}: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark else path
-        raise UsageError(f"{where}: {what} file is not valid YAML/JSON: {getattr(exc, 'problem', exc)}") from None
+    data = config_mod.load_data_file(path, what, UsageError)
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -76,15 +66,9 @@ def minion_grains(opts: Mapping[str, Any], minion_id: str, grains_file: str | No
 
 
 def pillar_compiler(opts: Mapping[str, Any]):
-    from compiler.pillar import PillarCompiler
-    from compiler.roots import LocalRoots
+    from runtime import pipeline
 
-    drivers = None  # no ext_pillar configured: no driver is ever looked up, so skip the loader's imports
-    if opts.get("ext_pillar"):
-        from runtime.ext_loader import DriverLoader
-
-        drivers = DriverLoader(opts)
-    return PillarCompiler(opts, LocalRoots(opts.get("pillar_roots") or {}), drivers)
+    return pipeline.pillar_compiler(opts)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -228,19 +228,26 @@ def validate(opts: Mapping[str, Any], source: str) -> None:
                               f"got {type(value).__name__} {value!r}")
 
 
-def read_file(path: str) -> dict[str, Any]:
-    """Parse one config file (YAML or JSON) into a dict, with clear errors."""
+def load_data_file(path: str, what: str, error: type[Exception], formats: str = "YAML/JSON") -> Any:
+    """The YAML (or JSON) document in ``path``; ``error`` names the file (and the line of a
+    syntax error) as a ``what`` file: 'cannot read <what> file <path>: ...', '<path>:<line>:
+    <what> file is not valid <formats>: ...'."""
     try:
         with open(path, encoding="utf-8") as fh:
             text = fh.read()
     except OSError as exc:
-        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+        raise error(f"cannot read {what} file {path}: {exc.strerror}") from None
     try:
-        data = yaml.safe_load(text)
+        return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark else path
-        raise ConfigError(f"{where}: config file is not valid YAML/JSON: {getattr(exc, 'problem', exc)}") from None
+        raise error(f"{where}: {what} file is not valid {formats}: {getattr(exc, 'problem', exc)}") from None
+
+
+def read_file(path: str) -> dict[str, Any]:
+    """Parse one config file (YAML or JSON) into a dict, with clear errors."""
+    data = load_data_file(path, "config", ConfigError)
     if data is None:
         return {}
     if not isinstance(data, dict):

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 from typing import Any
 
 import yaml
@@ -62,6 +61,8 @@ def load_fleet(source: str) -> dict[str, dict[str, Any]]:
 
 def load_cache_fleet(cachedir: str) -> dict[str, dict[str, Any]]:
     """{minion_id: grains} from the master's minion data cache (the grains each minion last reported)."""
+    import sqlite3
+
     from runtime.master.datacache import SQLiteDataCache
 
     path = os.path.join(cachedir, "minion_data.sqlite")

@@ -61,3 +61,12 @@ def setup_daemon(opts: dict[str, Any]) -> None:
     log_level.  Raises LogFileError."""
     setup(opts.get("log_level") or "warning", opts.get("log_file"), file_level=opts.get("log_level_logfile"),
           console=True)
+
+
+def cannot_start(role: str, exc: BaseException, log: logging.Logger) -> int:
+    """Report why a daemon cannot start (stderr and its log); 2, its exit status."""
+    import sys
+
+    print(f"saltpan {role}: {exc}", file=sys.stderr)
+    log.error("cannot start: %s", exc)
+    return 2

@@ -8,20 +8,24 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from compiler.errors import CompileError
-from compiler.highstate import StateCompiler
-from compiler.lowstate import compile_lowstate
 from compiler.pillar import PillarCompiler, PillarResult
-from compiler.requisites import Lowstate
 from compiler.roots import FileSource, LocalRoots
+
+if TYPE_CHECKING:   # the state compiler is imported when used: a pillar compile does without it
+    from compiler.errors import CompileError
+    from compiler.highstate import StateCompiler
+    from compiler.requisites import Lowstate
 
 
 def pillar_compiler(opts: Mapping[str, Any], source: FileSource | None = None) -> PillarCompiler:
-    from runtime.ext_loader import DriverLoader
+    drivers = None  # no ext_pillar configured: no driver is ever looked up, so skip the loader's imports
+    if opts.get("ext_pillar"):
+        from runtime.ext_loader import DriverLoader
 
-    return PillarCompiler(opts, source or LocalRoots(opts.get("pillar_roots") or {}), DriverLoader(opts))
+        drivers = DriverLoader(opts)
+    return PillarCompiler(opts, source or LocalRoots(opts.get("pillar_roots") or {}), drivers)
 
 
 def compile_pillar(opts: Mapping[str, Any], minion_id: str, grains: Mapping[str, Any],
@@ -31,6 +35,8 @@ def compile_pillar(opts: Mapping[str, Any], minion_id: str, grains: Mapping[str,
 
 def state_compiler(opts: Mapping[str, Any], source: FileSource | None = None,
                    functions: Mapping[str, Callable[..., Any]] | None = None) -> StateCompiler:
+    from compiler.highstate import StateCompiler
+
     return StateCompiler(opts, source or LocalRoots(opts.get("file_roots") or {}), extra_functions=functions)
 
 
@@ -50,6 +56,8 @@ def compile_states(opts: Mapping[str, Any], minion_id: str, grains: Mapping[str,
     checks find in the partial high data, as Salt's show_lowstate does (state.apply stops at the
     render errors).
     """
+    from compiler.lowstate import compile_lowstate
+
     compiler = compiler or state_compiler(opts)
     if what == "top":
         matches, errors = compiler.top(minion_id, grains, pillar, saltenv)

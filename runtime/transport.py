@@ -349,8 +349,9 @@ class RequestProxy:
 
     * Frame shape: anything but ``[identity, b"", rid(8), body]`` is dropped (counted, logged
       once per interval).
-    * Admission (``admit``, e.g. :class:`ClearRateLimit`): a refusal is answered here with a
-      clear error load; the workers never see it.
+    * Admission (``admit(peer, head, kind)``, e.g. :class:`ClearRateLimit`; ``kind`` is the
+      request's class, already computed): a refusal is answered here with a clear error load;
+      the workers never see it.
     * Scheduling: admitted requests wait in one bounded queue per class (:func:`request_class`:
       sealed minion requests, local clients' requests, hellos and anything else); a full queue
       answers ``busy`` at once.  Workers (DEALER, :func:`make_worker_socket`) take one request
@@ -367,7 +368,7 @@ class RequestProxy:
     """
 
     def __init__(self, frontend: zmq.Socket, backend: zmq.Socket, *,
-                 admit: Callable[[str, bytes], str | None] | None = None, limits: QueueLimits | None = None,
+                 admit: Callable[[str, bytes, str], str | None] | None = None, limits: QueueLimits | None = None,
                  log: Any = None, clock: Callable[[], float] = time.monotonic) -> None:
         self.frontend = frontend
         self.backend = backend
@@ -413,7 +414,7 @@ class RequestProxy:
         head = bytes(body.buffer[:64])           # all that classification and admission look at
         kind = request_class(head)
         if self.admit is not None:
-            refusal = self.admit(peer, head)
+            refusal = self.admit(peer, head, kind)
             if refusal is not None:
                 self.stats.refused += 1
                 self._note(f"proxy:{refusal}:{kind}", "refused %s request from %s (%s)", kind, peer, refusal)

@@ -90,7 +90,7 @@ class AsyncRequestClient:
     def _done(self, link: _Link, rid: bytes) -> None:
         self._pending.pop(rid, None)
         link.waiting.discard(rid)
-        if link is not self._link and not link.waiting and link in self._retired:
+        if not link.waiting and link in self._retired:   # a retired link is never the current one
             self._retired.remove(link)
             link.close()
 

@@ -54,20 +54,9 @@ class Violation:
 
 
 def _load_schema(path: str) -> Any:
-    import yaml
+    from runtime.config import load_data_file
 
-    try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-    except OSError as exc:
-        raise SchemaError(f"cannot read pillar_schema file {path}: {exc.strerror}") from None
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark else path
-        raise SchemaError(f"{where}: pillar_schema file is not valid JSON/YAML: {getattr(exc, 'problem', exc)}") \
-            from None
+    return load_data_file(path, "pillar_schema", SchemaError, "JSON/YAML")
 
 
 def _validator(path: str) -> Any:

@@ -17,7 +17,6 @@ import logging
 import multiprocessing
 import os
 import signal
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -271,7 +270,7 @@ def run(opts: dict[str, Any]) -> int:
 
     from runtime import pidfile, sdnotify
     from runtime.crypt.errors import KeyFileError
-    from runtime.log_setup import LogFileError, setup_daemon
+    from runtime.log_setup import LogFileError, cannot_start, setup_daemon
     from runtime.transport import TransportError
 
     stop = threading.Event()
@@ -283,16 +282,12 @@ def run(opts: dict[str, Any]) -> int:
         check_ports(opts)
         pidfile.claim(opts.get("pidfile"), "master")
     except (LogFileError, TransportError, pidfile.PidFileError, OSError) as exc:
-        print(f"saltpan master: {exc}", file=sys.stderr)
-        log.error("cannot start: %s", exc)
-        return 2
+        return cannot_start("master", exc, log)
     try:
         identity = prepare(opts)
     except (OSError, KeyFileError) as exc:
-        print(f"saltpan master: {exc}", file=sys.stderr)
-        log.error("cannot start: %s", exc)
         pidfile.release(opts.get("pidfile"))
-        return 2
+        return cannot_start("master", exc, log)
     manager = ProcessManager()
     manager.add("EventPublisher", event_publisher_main, opts)
     manager.add("Publisher", publisher_main, opts)

@@ -8,12 +8,11 @@ cachedir, readable by several processes.
 from __future__ import annotations
 
 import json
-import os
-import sqlite3
 import time
 from typing import Any, Protocol
 
 from runtime.master import jsonsafe
+from runtime.master.cachedb import open_cache_db
 
 
 class DataCache(Protocol):
@@ -26,16 +25,13 @@ class DataCache(Protocol):
     def flush(self, minion: str) -> None: ...
 
 
+_SCHEMA = ("CREATE TABLE IF NOT EXISTS data (minion TEXT, bank TEXT, value TEXT, updated REAL, "
+           "PRIMARY KEY (minion, bank))")
+
+
 class SQLiteDataCache:
     def __init__(self, cachedir: str):
-        os.makedirs(cachedir, mode=0o700, exist_ok=True)
-        self.path = os.path.join(cachedir, "minion_data.sqlite")
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        os.close(fd)
-        self._db = sqlite3.connect(self.path, timeout=10, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS data (minion TEXT, bank TEXT, value TEXT, updated REAL, "
-                         "PRIMARY KEY (minion, bank))")
+        self.path, self._db = open_cache_db(cachedir, "minion_data.sqlite", _SCHEMA)
 
     def close(self) -> None:
         self._db.close()

@@ -8,13 +8,13 @@ busy timeout); reads never block writers.
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import time
 from collections.abc import Iterable
 from typing import Any, Protocol
 
 from runtime.master import jsonsafe
+from runtime.master.cachedb import open_cache_db
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -60,14 +60,7 @@ class SQLiteJobCache:
     """JobCache in <cachedir>/jobs.sqlite (0600)."""
 
     def __init__(self, cachedir: str):
-        os.makedirs(cachedir, mode=0o700, exist_ok=True)
-        self.path = os.path.join(cachedir, "jobs.sqlite")
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        os.close(fd)
-        self._db = sqlite3.connect(self.path, timeout=10, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(_SCHEMA)
+        self.path, self._db = open_cache_db(cachedir, "jobs.sqlite", _SCHEMA, synchronous_normal=True)
 
     def close(self) -> None:
         self._db.close()

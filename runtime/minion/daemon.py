@@ -442,10 +442,9 @@ def _plain(value: Any) -> Any:
 def run(opts: dict[str, Any]) -> int:
     """Run one minion until SIGTERM/SIGINT; 0 after a clean stop, 2 when it cannot start."""
     import signal
-    import sys
 
     from runtime import pidfile, sdnotify
-    from runtime.log_setup import LogFileError, setup_daemon
+    from runtime.log_setup import LogFileError, cannot_start, setup_daemon
     from runtime.private_files import ensure_private_dir
 
     stopping = threading.Event()
@@ -456,16 +455,12 @@ def run(opts: dict[str, Any]) -> int:
             ensure_private_dir(opts[key])
         pidfile.claim(opts.get("pidfile"), "minion")
     except (LogFileError, pidfile.PidFileError, OSError) as exc:
-        print(f"saltpan minion: {exc}", file=sys.stderr)
-        log.error("cannot start: %s", exc)
-        return 2
+        return cannot_start("minion", exc, log)
     try:
         minion = Minion(opts)
     except (OSError, CryptoError) as exc:
-        print(f"saltpan minion: {exc}", file=sys.stderr)
-        log.error("cannot start: %s", exc)
         pidfile.release(opts.get("pidfile"))
-        return 2
+        return cannot_start("minion", exc, log)
 
     async def main() -> None:
         stop = asyncio.Event()
