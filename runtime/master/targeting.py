@@ -15,7 +15,7 @@ from compiler import match
 
 TGT_TYPES = ("glob", "pcre", "list", "grain", "grain_pcre", "pillar", "pillar_pcre", "pillar_exact", "ipcidr",
              "compound", "nodegroup")
-NEEDS_DATA = {"grain", "grain_pcre", "pillar", "pillar_pcre", "pillar_exact", "ipcidr", "compound", "nodegroup"}
+_NEEDS_DATA = {"grain", "grain_pcre", "pillar", "pillar_pcre", "pillar_exact", "ipcidr", "compound", "nodegroup"}
 
 
 def expected_minions(tgt: Any, tgt_type: str, accepted: Iterable[str], grains: Mapping[str, Any],
@@ -28,7 +28,7 @@ def expected_minions(tgt: Any, tgt_type: str, accepted: Iterable[str], grains: M
     for minion_id in sorted(set(accepted)):
         minion_grains = grains.get(minion_id)
         minion_pillar = pillars.get(minion_id)
-        if tgt_type in NEEDS_DATA and minion_grains is None:
+        if tgt_type in _NEEDS_DATA and minion_grains is None:
             if tgt_type in ("compound", "nodegroup") and _id_only_miss(tgt, tgt_type, minion_id, groups):
                 continue
             out.append(minion_id)

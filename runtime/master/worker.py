@@ -272,11 +272,8 @@ class Worker:
 
     def expected_minions(self, tgt: Any, tgt_type: str) -> list[str]:
         accepted = self.keys.list_keys().get("minions", [])
-        if tgt_type in targeting.NEEDS_DATA:
-            grains, pillars = self.data.all("grains"), self.data.all("pillar")
-        else:   # glob, pcre, list: the id alone decides, no cached data to decode
-            grains = pillars = {}
-        return targeting.expected_minions(tgt, tgt_type, accepted, grains, pillars, self.opts.get("nodegroups") or {})
+        return targeting.expected_minions(tgt, tgt_type, accepted, self.data.all("grains"), self.data.all("pillar"),
+                                          self.opts.get("nodegroups") or {})
 
     def job_returns(self, peer: str, load: dict) -> dict:
         user, body = self._client_user(load)
