@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from runtime import codec, transport
+from runtime import codec, protocol, transport
 from runtime.crypt.clientkey import client_key_path, load_client_key, make_proof
 from runtime.crypt.errors import KeyFileError
 from runtime.events import EventListener
@@ -55,36 +55,42 @@ class LocalClient:
             raise ClientError(f"cannot read the client key {path}: {exc} (only the master's user and "
                               "publisher_acl users can publish)") from None
 
-    def _clear_request(self, cmd: str, body: dict[str, Any]) -> dict[str, Any]:
+    def _clear_request(self, request: type[protocol.Publish] | type[protocol.JobReturns],
+                       body: protocol.PublishJob | protocol.JobQuery) -> Any:
         try:
-            packed = codec.pack(body)
+            packed = body.encode()
         except codec.EncodeError as exc:
             raise ClientError(f"the job's arguments cannot be sent: {exc}") from None
 
-        def make() -> tuple[None, bytes]:
-            proof = make_proof(self.key, self.user, packed)
-            return None, codec.pack_envelope(codec.ENC_CLEAR, {"cmd": cmd, "body": packed, "proof": proof})
+        def make() -> tuple[None, bytes]:   # a new proof (and nonce) for each attempt
+            proof = protocol.ClientProof.from_wire(make_proof(self.key, self.user, packed))
+            return None, protocol.encode_clear(request(body=packed, proof=proof))
 
         with transport.RequestClient(self.address, timeout=self.request_timeout, tries=2) as client:
             try:
                 _, reply = client.request_with(make)
             except transport.RequestTimeout as exc:
                 raise ClientError(f"the master at {self.address} did not answer: {exc}") from None
-        envelope = codec.unpack_envelope(reply)
-        load = envelope.load
-        if isinstance(load.get("error"), dict):
-            err = load["error"]
-            raise ClientError(f"the master refused: {err.get('message')} ({err.get('reason')})")
-        return load
+        try:
+            load = codec.unpack_envelope(reply).load
+            if isinstance(load.get("error"), dict):
+                err = protocol.ErrorReply.from_wire(load)
+                raise ClientError(f"the master refused: {err.message} ({err.reason})")
+            return request.REPLY.from_wire(load)
+        except (codec.DecodeError, protocol.ProtocolError) as exc:
+            raise ClientError(f"the master at {self.address} sent a malformed reply: {exc}") from None
 
-    def publish(self, tgt: Any, fun: str, arg: list | None = None, kwarg: dict | None = None,
-                tgt_type: str = "glob", timeout: int = 5) -> dict[str, Any]:
-        """Publish; returns {"jid", "minions"}."""
-        return self._clear_request("publish", {"tgt": tgt, "tgt_type": tgt_type, "fun": fun, "arg": list(arg or []),
-                                               "kwarg": dict(kwarg or {}), "ret": "", "timeout": int(timeout)})
+    def publish(self, tgt: str | list[str], fun: str, arg: list[Any] | None = None,
+                kwarg: dict[str, Any] | None = None, tgt_type: str = "glob", timeout: int = 5) -> protocol.PublishReply:
+        """Publish a job; the reply names its jid and the minions expected to return."""
+        job = protocol.PublishJob(tgt=tgt, fun=fun, arg=list(arg or []), kwarg=dict(kwarg or {}), tgt_type=tgt_type,
+                                  ret="", timeout=int(timeout))
+        reply: protocol.PublishReply = self._clear_request(protocol.Publish, job)
+        return reply
 
-    def job_returns(self, jid: str) -> dict[str, Any]:
-        return self._clear_request("job_returns", {"jid": jid})
+    def job_returns(self, jid: str) -> protocol.JobReturnsReply:
+        reply: protocol.JobReturnsReply = self._clear_request(protocol.JobReturns, protocol.JobQuery(jid=jid))
+        return reply
 
     def listener(self) -> EventListener | None:
         sock_dir = self.opts["sock_dir"]
@@ -104,7 +110,7 @@ class LocalClient:
         listener = self.listener()
         try:
             published = self.publish(tgt, fun, arg, kwarg, tgt_type, int(timeout))
-            jid, minions = published["jid"], list(published["minions"])
+            jid, minions = published.jid, list(published.minions)
             result = JobResult(jid, minions)
             pending = set(minions)
             deadline = time.monotonic() + timeout
@@ -137,7 +143,7 @@ class LocalClient:
         if listener is None:
             time.sleep(min(wait, 0.2))
             data = self.job_returns(jid)
-            return [(m, {"id": m, "jid": jid, **r}) for m, r in data.get("returns", {}).items()]
+            return [(m, {"id": m, "jid": jid, **r}) for m, r in data.returns.items()]
         event = listener.get(wait)
         out = []
         while event is not None:

@@ -10,6 +10,9 @@ Every byte string that arrives from a socket goes through :func:`unpack` (or
 - ``too_deep``   containers nest deeper than ``Limits.max_depth``;
 - ``ext_type``   any msgpack extension type, timestamps included;
 - ``bad_key``    a map key that is not str, bytes or int (bool, float, None, arrays);
+- ``duplicate_key`` a map holding the same key twice: msgpack lets the last one win, so two
+                 readers of the same bytes could disagree on what they say (a parser
+                 differential); no honest encoder writes one;
 - ``malformed``  truncated data, trailing bytes, invalid UTF-8, reserved type bytes;
 - ``bad_envelope`` (envelope only) not ``{"enc": "clear"|"aes", "load": ...}``.
 
@@ -27,7 +30,8 @@ ENC_CLEAR = "clear"
 ENC_AES = "aes"
 ENCODINGS = (ENC_CLEAR, ENC_AES)
 
-DECODE_REASONS = ("too_large", "too_long", "too_deep", "ext_type", "bad_key", "malformed", "bad_envelope")
+DECODE_REASONS = ("too_large", "too_long", "too_deep", "ext_type", "bad_key", "duplicate_key", "malformed",
+                  "bad_envelope")
 
 
 class DecodeError(ValueError):
@@ -67,8 +71,39 @@ def pack(obj: Any) -> bytes:
         raise EncodeError(f"cannot encode {type(obj).__name__} as msgpack: {exc}") from None
 
 
+class _KeyError(Exception):
+    """Raised inside the decoder by :func:`_map_from_pairs`; turned into a DecodeError."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(detail)
+        self.reason = reason
+        self.detail = detail
+
+
+_KEY_TYPES = frozenset({str, bytes, int})   # exact types: msgpack decodes to no subclass, and bool is out
+
+
+def _map_from_pairs(pairs: list[tuple[Any, Any]]) -> dict[Any, Any]:
+    """Build each map from its key/value pairs as decoded: plain keys only, each once."""
+    try:
+        built = dict(pairs)
+    except TypeError as exc:  # an array or a map as a key (unhashable)
+        raise _KeyError("bad_key", f"unusable map key ({exc})") from None
+    for key in built:
+        if type(key) not in _KEY_TYPES:
+            raise _KeyError("bad_key", f"map key of type {type(key).__name__} "
+                                       "(only str, bytes and int keys are accepted)")
+    if len(built) != len(pairs):
+        seen: set[Any] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _KeyError("duplicate_key", f"map key {str(key)[:40]!r} appears more than once")
+            seen.add(key)
+    return built
+
+
 def _check_structure(obj: Any, max_depth: int) -> None:
-    """Iterative walk: depth of containers, map key types, no extension objects."""
+    """Iterative walk: depth of containers, no extension objects (keys were checked while decoding)."""
     if not isinstance(obj, (dict, list)):
         if isinstance(obj, (msgpack.ExtType, msgpack.Timestamp)):
             raise DecodeError("ext_type", "msgpack extension types are not accepted")
@@ -78,21 +113,11 @@ def _check_structure(obj: Any, max_depth: int) -> None:
         node, depth = stack.pop()
         if depth > max_depth:
             raise DecodeError("too_deep", f"containers nest deeper than {max_depth} levels")
-        if isinstance(node, dict):
-            for key, value in node.items():
-                if not isinstance(key, (str, bytes, int)) or isinstance(key, bool):
-                    raise DecodeError("bad_key", f"map key of type {type(key).__name__} "
-                                                 "(only str, bytes and int keys are accepted)")
-                if isinstance(value, (dict, list)):
-                    stack.append((value, depth + 1))
-                elif isinstance(value, (msgpack.ExtType, msgpack.Timestamp)):
-                    raise DecodeError("ext_type", "msgpack extension types are not accepted")
-        else:
-            for value in node:
-                if isinstance(value, (dict, list)):
-                    stack.append((value, depth + 1))
-                elif isinstance(value, (msgpack.ExtType, msgpack.Timestamp)):
-                    raise DecodeError("ext_type", "msgpack extension types are not accepted")
+        for value in node.values() if isinstance(node, dict) else node:
+            if isinstance(value, (dict, list)):
+                stack.append((value, depth + 1))
+            elif isinstance(value, (msgpack.ExtType, msgpack.Timestamp)):
+                raise DecodeError("ext_type", "msgpack extension types are not accepted")
 
 
 def unpack(data: bytes | bytearray | memoryview, limits: Limits = DEFAULT_LIMITS) -> Any:
@@ -109,12 +134,14 @@ def unpack(data: bytes | bytearray | memoryview, limits: Limits = DEFAULT_LIMITS
     try:
         obj = msgpack.unpackb(
             data, raw=False, strict_map_key=False, use_list=True, timestamp=0,
-            ext_hook=_refuse_ext, max_ext_len=0,
+            ext_hook=_refuse_ext, max_ext_len=0, object_pairs_hook=_map_from_pairs,
             max_str_len=size, max_bin_len=size,
             max_array_len=min(limits.max_items, size), max_map_len=min(limits.max_items, size // 2),
         )
     except DecodeError:
         raise
+    except _KeyError as exc:
+        raise DecodeError(exc.reason, exc.detail) from None
     except msgpack.ExtraData:
         raise DecodeError("malformed", "trailing bytes after the message") from None
     except msgpack.StackError:
@@ -143,7 +170,7 @@ class Envelope:
 
 
 def pack_envelope(enc: str, load: Any) -> bytes:
-    """Encode ``{"enc": enc, "load": load}`` with ``enc`` first (see :func:`envelope_kind`)."""
+    """Encode ``{"enc": enc, "load": load}``."""
     if enc not in ENCODINGS:
         raise EncodeError(f"unknown envelope encoding {enc!r}")
     return pack({"enc": enc, "load": load})
@@ -160,41 +187,6 @@ def unpack_envelope(data: bytes, limits: Limits = DEFAULT_LIMITS) -> Envelope:
     if not isinstance(obj["load"], dict):
         raise DecodeError("bad_envelope", f'"load" must be a map, got {type(obj["load"]).__name__}')
     return Envelope(enc, obj["load"])
-
-
-_AES_PREFIX = pack({"enc": ENC_AES, "load": None})[:9]  # fixmap(2) "enc" "aes"
-
-
-_CLEAR_LOAD_PREFIX = pack({"enc": ENC_CLEAR, "load": None})[:-1]    # fixmap(2) "enc" "clear" "load"
-_CMD_KEY = pack("cmd")
-
-
-def clear_command(data: bytes) -> str | None:
-    """The ``cmd`` of a clear envelope packed the way saltpan's own clients pack it (``cmd`` the
-    first key of the load), read from the first bytes without decoding; None otherwise.  Only
-    for scheduling priority: the worker decodes and checks everything again."""
-    if not data.startswith(_CLEAR_LOAD_PREFIX):
-        return None
-    rest = data[len(_CLEAR_LOAD_PREFIX):len(_CLEAR_LOAD_PREFIX) + 1 + len(_CMD_KEY) + 33]
-    if len(rest) < 2 or not 0x80 <= rest[0] <= 0x8F or not rest[1:].startswith(_CMD_KEY):
-        return None
-    value = rest[1 + len(_CMD_KEY):]
-    if not value or not 0xA0 <= value[0] <= 0xBF:   # fixstr, at most 31 bytes
-        return None
-    size = value[0] - 0xA0
-    if len(value) < 1 + size:
-        return None
-    try:
-        return value[1:1 + size].decode("ascii")
-    except UnicodeDecodeError:
-        return None
-
-
-def envelope_kind(data: bytes) -> str:
-    """Cheap classification without decoding: ``"aes"`` if ``data`` starts like an aes envelope
-    packed by :func:`pack_envelope`, else ``"clear"`` (anything unknown counts as clear, so rate
-    limits meant for clear commands cannot be dodged with odd encodings)."""
-    return ENC_AES if data[:9] == _AES_PREFIX else ENC_CLEAR
 
 
 def error_load(reason: str, message: str) -> dict[str, Any]:

@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
         client = LocalClient(opts)
         if args.run_async:
             published = client.publish(tgt, args.fun, fun_args, fun_kwargs, args.tgt_type, int(args.timeout))
-            print(f"Executed command with job ID: {published['jid']}")
+            print(f"Executed command with job ID: {published.jid}")
             return 0
         color = output.use_color(sys.stdout)
         state_run = args.fun in STATE_FUNS

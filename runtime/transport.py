@@ -33,6 +33,7 @@ import zmq
 
 from runtime import codec
 from runtime.private_files import ensure_private_dir
+from runtime.protocol import MessageClass, classify
 
 RID_SIZE = 8
 MAX_FRAMES = 8
@@ -266,27 +267,19 @@ class TokenBucketLimiter:
         return len(self._buckets)
 
 
-# Request classes, in the order the proxy serves them (see RequestProxy).
-CLASS_AES = "aes"          # sealed requests of minions with a session (heartbeats, returns, pillar, files)
-CLASS_CLIENT = "client"    # publish / job_returns of local users proving their client key (cheap HMAC)
-CLASS_AUTH = "auth"        # hellos (an Ed25519 verify and a key-store decision each) and anything else clear
-REQUEST_CLASSES = (CLASS_AES, CLASS_CLIENT, CLASS_AUTH)
-CLIENT_COMMANDS = ("publish", "job_returns")
-
-
-def request_class(body: bytes) -> str:
-    """Which queue a request body goes to, from its first bytes (no decoding)."""
-    if codec.envelope_kind(body) == codec.ENC_AES:
-        return CLASS_AES
-    if codec.clear_command(body) in CLIENT_COMMANDS:
-        return CLASS_CLIENT
-    return CLASS_AUTH
+# Request classes (runtime.protocol.MessageClass): one queue and one admission rule each.
+CLASS_SESSION = MessageClass.SESSION    # sealed requests of minions with a session (heartbeats, returns, pillar, files)
+CLASS_CLIENT = MessageClass.CLIENT      # publish / job_returns of local users proving their client key (cheap HMAC)
+CLASS_AUTH = MessageClass.AUTH          # hellos (an Ed25519 verify and a key-store decision each) and anything else
+REQUEST_CLASSES: tuple[MessageClass, ...] = (CLASS_SESSION, CLASS_CLIENT, CLASS_AUTH)
+assert set(REQUEST_CLASSES) == set(MessageClass), "every message class needs a queue in the request proxy"
 
 
 class ClearRateLimit:
-    """Admission policy for :class:`RequestProxy`: clear envelopes (``_auth``, ``publish``,
-    anything not shaped like an aes envelope) are charged to a per-peer bucket and, if set, a
-    global one; aes envelopes pass (they cost the master one AEAD check before being refused).
+    """Admission policy for :class:`RequestProxy`, by request class (:func:`runtime.protocol.classify`):
+    clear requests (hellos and anything not a sealed or client request) are charged to a per-peer
+    bucket and, if set, a global one; sealed requests pass (they cost the master one AEAD check
+    before being refused).
 
     With ``client_per_peer``, local users' ``publish``/``job_returns`` requests are charged to
     that per-peer bucket only: a flood of hellos from many addresses, which empties the global
@@ -298,11 +291,10 @@ class ClearRateLimit:
         self.global_bucket = global_bucket
         self.client_per_peer = client_per_peer
 
-    def __call__(self, peer: str, body: bytes, kind: str | None = None) -> str | None:
-        kind = kind or request_class(body)
-        if kind == CLASS_AES:
+    def __call__(self, peer: str, kind: MessageClass) -> str | None:
+        if kind is CLASS_SESSION:
             return None
-        if kind == CLASS_CLIENT and self.client_per_peer is not None:
+        if kind is CLASS_CLIENT and self.client_per_peer is not None:
             return None if self.client_per_peer.allow(peer) else "rate_limited"
         if not self.per_peer.allow(peer):
             return "rate_limited"
@@ -329,14 +321,14 @@ class QueueLimits:
     """Per-class bounds of the proxy's queues: how many requests may wait, and for how long
     (a request older than that has been given up by its client, whose retry is already queued)."""
 
-    max_waiting: dict[str, int] = field(default_factory=lambda: {CLASS_AES: 2000, CLASS_CLIENT: 500,
-                                                                CLASS_AUTH: 500})
-    max_wait_s: dict[str, float] = field(default_factory=lambda: {CLASS_AES: 10.0, CLASS_CLIENT: 10.0,
-                                                                 CLASS_AUTH: 5.0})
+    max_waiting: dict[MessageClass, int] = field(default_factory=lambda: {
+        CLASS_SESSION: 2000, CLASS_CLIENT: 500, CLASS_AUTH: 500})
+    max_wait_s: dict[MessageClass, float] = field(default_factory=lambda: {
+        CLASS_SESSION: 10.0, CLASS_CLIENT: 10.0, CLASS_AUTH: 5.0})
     # which class to prefer at each dispatch, in a cycle: the others are served when it is empty,
     # so no class ever starves (hellos still get 1 worker slot in 8 under a flood of sealed requests)
-    schedule: tuple[str, ...] = (CLASS_AES, CLASS_AES, CLASS_CLIENT, CLASS_AES, CLASS_AES, CLASS_AES, CLASS_CLIENT,
-                                 CLASS_AUTH)
+    schedule: tuple[MessageClass, ...] = (CLASS_SESSION, CLASS_SESSION, CLASS_CLIENT, CLASS_SESSION, CLASS_SESSION,
+                                          CLASS_SESSION, CLASS_CLIENT, CLASS_AUTH)
 
 
 READY = b"READY"
@@ -349,11 +341,13 @@ class RequestProxy:
 
     * Frame shape: anything but ``[identity, b"", rid(8), body]`` is dropped (counted, logged
       once per interval).
-    * Admission (``admit(peer, head, kind)``, e.g. :class:`ClearRateLimit`; ``kind`` is the
-      request's class, already computed): a refusal is answered here with a clear error load;
-      the workers never see it.
-    * Scheduling: admitted requests wait in one bounded queue per class (:func:`request_class`:
-      sealed minion requests, local clients' requests, hellos and anything else); a full queue
+    * Classification: each body is decoded with :func:`runtime.protocol.classify`, the same
+      decoding and command table the workers dispatch with, so a request is queued and
+      rate-limited as the handler that will run it (sealed minion requests, local clients'
+      requests, hellos and anything else).
+    * Admission (``admit(peer, kind)``, e.g. :class:`ClearRateLimit`): a refusal is answered
+      here with a clear error load; the workers never see it.
+    * Scheduling: admitted requests wait in one bounded queue per class; a full queue
       answers ``busy`` at once.  Workers (DEALER, :func:`make_worker_socket`) take one request
       at a time, announcing ``READY`` when idle, so no backlog ever builds up inside a worker:
       each free worker gets the next request of the class the schedule prefers, so a flood of
@@ -368,7 +362,7 @@ class RequestProxy:
     """
 
     def __init__(self, frontend: zmq.Socket, backend: zmq.Socket, *,
-                 admit: Callable[[str, bytes, str], str | None] | None = None, limits: QueueLimits | None = None,
+                 admit: Callable[[str, MessageClass], str | None] | None = None, limits: QueueLimits | None = None,
                  log: Any = None, clock: Callable[[], float] = time.monotonic) -> None:
         self.frontend = frontend
         self.backend = backend
@@ -377,7 +371,7 @@ class RequestProxy:
         self.log = log            # a RateLimitedLog (or None)
         self.clock = clock
         self.stats = ProxyStats()
-        self.queues: dict[str, deque[tuple[float, bytes, bytes, bytes, zmq.Frame]]] = {
+        self.queues: dict[MessageClass, deque[tuple[float, bytes, bytes, bytes, zmq.Frame]]] = {
             kind: deque() for kind in REQUEST_CLASSES}
         self.ready: OrderedDict[bytes, None] = OrderedDict()    # idle workers, longest idle first
         self.busy: dict[bytes, float] = {}                      # worker -> when it was given a request
@@ -411,10 +405,9 @@ class RequestProxy:
             peer = body.get("Peer-Address") or "unknown"
         except (zmq.ZMQError, AttributeError):
             peer = "unknown"
-        head = bytes(body.buffer[:64])           # all that classification and admission look at
-        kind = request_class(head)
+        kind = classify(body.buffer)
         if self.admit is not None:
-            refusal = self.admit(peer, head, kind)
+            refusal = self.admit(peer, kind)
             if refusal is not None:
                 self.stats.refused += 1
                 self._note(f"proxy:{refusal}:{kind}", "refused %s request from %s (%s)", kind, peer, refusal)
@@ -450,7 +443,7 @@ class RequestProxy:
         except zmq.ZMQError:
             pass  # client gone or its queue full: ROUTER drops
 
-    def _next_request(self) -> tuple[bytes, bytes, bytes, zmq.Frame] | None:
+    def _next_request(self) -> tuple[MessageClass, bytes, bytes, bytes, zmq.Frame] | None:
         order = self.limits.schedule
         preferred = order[self._turn % len(order)]
         self._turn += 1
@@ -460,7 +453,7 @@ class RequestProxy:
             while queue:
                 queued, client, peer, rid, body = queue.popleft()
                 if now - queued <= self.limits.max_wait_s[kind]:
-                    return client, peer, rid, body
+                    return kind, client, peer, rid, body
                 self.stats.expired += 1
                 self._note(f"proxy:expired:{kind}", "dropped %s requests that waited over %.0f s", kind,
                            self.limits.max_wait_s[kind])
@@ -472,12 +465,12 @@ class RequestProxy:
             if request is None:
                 return
             worker, _ = self.ready.popitem(last=False)
-            client, peer, rid, body = request
+            kind, client, peer, rid, body = request
             try:
                 self.backend.send_multipart([worker, b"", client, peer, rid, body], zmq.NOBLOCK, copy=False)
             except zmq.ZMQError:   # the worker is gone (restarted): forget it, retry with another
                 self.stats.workers_lost += 1
-                self.queues[request_class(bytes(body.buffer[:64]))].appendleft((self.clock(), client, peer, rid, body))
+                self.queues[kind].appendleft((self.clock(), client, peer, rid, body))
                 continue
             self.busy[worker] = self.clock()
             self.stats.forwarded += 1
@@ -487,7 +480,7 @@ class RequestProxy:
             for worker in [w for w, since in self.busy.items() if since < cutoff]:
                 del self.busy[worker]
 
-    def waiting(self) -> dict[str, int]:
+    def waiting(self) -> dict[MessageClass, int]:
         return {kind: len(queue) for kind, queue in self.queues.items()}
 
     def run(self, stop: threading.Event, poll_ms: int = 100) -> None:

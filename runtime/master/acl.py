@@ -18,15 +18,10 @@ that function — a target that reaches no known minion is refused too.
 from __future__ import annotations
 
 import fnmatch
-import re
 from collections.abc import Mapping
 from typing import Any
 
-_FUN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*$")
-
-
-def valid_function_name(fun: Any) -> bool:
-    return isinstance(fun, str) and bool(_FUN_NAME.match(fun))
+from runtime.protocol.client import valid_function_name  # the protocol's rule
 
 
 def _fun_allowed(fun: str, patterns: list) -> bool:

@@ -20,13 +20,13 @@ import threading
 import time
 import traceback
 from collections import deque
-from typing import Any
+from typing import Any, TypeVar
 
 import zmq
 import zmq.asyncio
 
 from compiler import match
-from runtime import codec, transport
+from runtime import codec, protocol, transport
 from runtime.crypt.errors import CryptoError, NeedPublishKey, PublicationRefused, RemoteRefusal
 from runtime.crypt.identity import Identity, load_or_create_identity
 from runtime.crypt.publish import PublicationReceiver, PublishKey
@@ -39,6 +39,8 @@ log = logging.getLogger("saltpan.minion")
 
 STATE_FUNS = {"state.apply", "state.highstate", "state.sls", "state.single"}
 MAX_PENDING_RETURNS = 1000
+
+R = TypeVar("R", bound=protocol.Reply)
 
 
 class LocalEvent:
@@ -78,7 +80,7 @@ class Minion:
         self.session: Session | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.events: asyncio.Queue[LocalEvent] | None = None
-        self.pending_returns: deque[dict[str, Any]] = deque(maxlen=MAX_PENDING_RETURNS)
+        self.pending_returns: deque[protocol.JobReturn] = deque(maxlen=MAX_PENDING_RETURNS)
         self.backoff = Backoff(float(opts.get("recon_default", 1.0)), float(opts.get("recon_max", 10.0)),
                                bool(opts.get("recon_randomize", True)))
         self.refusals = RateLimitedLog(log, float(opts.get("refusal_log_interval", 60.0)))
@@ -180,28 +182,31 @@ class Minion:
     async def on_registered(self, session: Session) -> None:
         """Send grains (and fetch pillar), fire minion_start once, flush undelivered returns."""
         if self.opts.get("file_client", "remote") == "local":
-            await session.request({"cmd": "_grains", "grains": self.grains})
+            await session.request(protocol.GrainsUpload(grains=self.grains))
             if not self.started:
                 self.pillar = await asyncio.get_running_loop().run_in_executor(self.executor, self.local_pillar)
         elif self.started and self.pillar:
             # a rebuilt session: the in-memory pillar stays (refreshed only on request, as Salt),
             # the master just needs our grains again; no pillar compile storm after a master restart
-            await session.request({"cmd": "_grains", "grains": self.grains})
+            await session.request(protocol.GrainsUpload(grains=self.grains))
         else:
-            reply = await session.request({"cmd": "_pillar", "grains": self.grains,
-                                           "saltenv": self.opts.get("saltenv"),
-                                           "pillarenv": self.opts.get("pillarenv")})
-            self.replace_pillar(reply.get("pillar") or {})
+            reply = await session.request(self.pillar_request())
+            self.replace_pillar(reply.pillar)
         if not self.started:
             self.started = True
-            await session.request({"cmd": "_minion_event", "events": [
-                {"tag": "minion_start", "data": {"cmd": "_minion_event", "pretag": None,
-                                                 "data": f"Minion {self.id} started at {time.ctime()}"}},
-                {"tag": f"salt/minion/{self.id}/start", "data": {"data": f"Minion {self.id} started"}}]})
+            await session.request(protocol.MinionEvents(events=(
+                protocol.MinionEvent(tag="minion_start", data={
+                    "cmd": "_minion_event", "pretag": None, "data": f"Minion {self.id} started at {time.ctime()}"}),
+                protocol.MinionEvent(tag=f"salt/minion/{self.id}/start",
+                                     data={"data": f"Minion {self.id} started"}))))
         while self.pending_returns:
-            load = self.pending_returns[0]
-            await session.request(load)
+            await session.request(self.pending_returns[0])
             self.pending_returns.popleft()
+
+    def pillar_request(self, clean_cache: bool = False) -> protocol.PillarRequest:
+        """What the minion asks the master for its pillar: its grains and environments."""
+        return protocol.PillarRequest(grains=self.grains, saltenv=self.opts.get("saltenv"),
+                                      pillarenv=self.opts.get("pillarenv"), clean_cache=clean_cache)
 
     def replace_pillar(self, data: dict[str, Any]) -> None:
         self.pillar.clear()
@@ -213,14 +218,14 @@ class Minion:
         while True:
             await asyncio.sleep(session.heartbeat)
             try:
-                reply = await session.request({"cmd": "_heartbeat", "epoch": self.receiver.epoch},
+                reply = await session.request(protocol.Heartbeat(epoch=self.receiver.epoch),
                                               timeout=max(0.2, alive / 2), tries=2)
             except transport.RequestTimeout as exc:
                 raise SessionError(f"the master missed heartbeats for {alive:.1f} s ({exc})") from None
             except RemoteRefusal as exc:
                 raise SessionError(f"heartbeat refused: {exc}") from None
-            if isinstance(reply, dict) and isinstance(reply.get("publish_key"), bytes):
-                self.receiver.update_key(PublishKey(int(reply["epoch"]), reply["publish_key"], 0))
+            if reply.publish_key is not None:
+                self.receiver.update_key(PublishKey(reply.epoch, reply.publish_key, 0))
 
     async def subscribe_loop(self, session: Session, sub: zmq.asyncio.Socket) -> None:
         while True:
@@ -240,7 +245,7 @@ class Minion:
                     from runtime import grains as grains_mod
 
                     self.grains = grains_mod.minion_grains(self.opts, self.id)
-                    await session.request({"cmd": "_grains", "grains": self.grains})
+                    await session.request(protocol.GrainsUpload(grains=self.grains))
             except (RemoteRefusal, transport.RequestTimeout) as exc:
                 # As Salt: a failed refresh keeps the data in memory and the session up.
                 log.error("%s%s failed, keeping the data in memory: %s", self.prefix, event.tag, exc)
@@ -252,10 +257,7 @@ class Minion:
         if self.opts.get("file_client", "remote") == "local":
             data = await asyncio.get_running_loop().run_in_executor(self.executor, self.local_pillar)
         else:
-            reply = await session.request({"cmd": "_pillar", "grains": self.grains,
-                                           "saltenv": self.opts.get("saltenv"), "pillarenv": self.opts.get("pillarenv"),
-                                           "clean_cache": clean_cache})
-            data = reply.get("pillar") or {}
+            data = (await session.request(self.pillar_request(clean_cache))).pillar
         self.replace_pillar(data)
         log.info("%spillar refreshed (%d keys)", self.prefix, len(data))
 
@@ -266,8 +268,8 @@ class Minion:
             try:
                 publication = self.receiver.open(body)
             except NeedPublishKey:
-                reply = await session.request({"cmd": "_publish_key"})
-                self.receiver.update_key(PublishKey(int(reply["epoch"]), reply["publish_key"], 0))
+                reply = await session.request(protocol.PublishKeyRequest())
+                self.receiver.update_key(PublishKey(reply.epoch, reply.publish_key, 0))
                 publication = self.receiver.open(body)
         except (PublicationRefused, codec.DecodeError, CryptoError) as exc:
             self.refusals.warning(f"pub:{getattr(exc, 'reason', 'x')}", "%sdropped a publication: %s", self.prefix,
@@ -318,24 +320,22 @@ class Minion:
                 ret, retcode, success = await loop.run_in_executor(self.executor, self.execute, job)
         finally:
             self.jobs.done(jid)
-        load = {"cmd": "_return", "jid": jid, "fun": fun, "fun_args": list(job.get("arg") or []), "return": ret,
-                "retcode": retcode, "success": success}
-        if fun in STATE_FUNS:
-            load["out"] = "highstate"
-        await self.send_return(load)
+        await self.send_return(protocol.JobReturn(jid=jid, fun=fun, fun_args=list(job.get("arg") or []), ret=ret,
+                                                  retcode=retcode, success=success,
+                                                  out="highstate" if fun in STATE_FUNS else None))
 
-    async def send_return(self, load: dict[str, Any]) -> None:
+    async def send_return(self, load: protocol.JobReturn) -> None:
         session = self.session
         if session is None:
             self.pending_returns.append(load)
             return
         try:
             await session.request(load)
-            log.debug("%sreturned job %s (retcode %s)", self.prefix, load["jid"], load.get("retcode"))
+            log.debug("%sreturned job %s (retcode %s)", self.prefix, load.jid, load.retcode)
         except RemoteRefusal as exc:
-            log.warning("%sreturn for %s refused: %s", self.prefix, load["jid"], exc)
+            log.warning("%sreturn for %s refused: %s", self.prefix, load.jid, exc)
         except (transport.RequestTimeout, SessionError) as exc:
-            log.warning("%sreturn for %s not delivered yet (%s); will resend", self.prefix, load["jid"], exc)
+            log.warning("%sreturn for %s not delivered yet (%s); will resend", self.prefix, load.jid, exc)
             self.pending_returns.append(load)
 
     def execute(self, job: dict[str, Any]) -> tuple[Any, int, bool]:
@@ -367,14 +367,14 @@ class Minion:
         return procjob.run_forked(self, job)
 
     # -- what job functions see ------------------------------------------------------------
-    def call_master(self, payload: dict[str, Any], timeout: float | None = None) -> Any:
+    def call_master(self, message: protocol.SessionRequest[R], timeout: float | None = None) -> R:
         """From a job thread: one sealed request through the current session."""
         if self.loop is None or self.session is None:
             from runtime.modules import CommandError
 
             raise CommandError("not connected to the master")
         session = self.session
-        future = asyncio.run_coroutine_threadsafe(session.request(payload), self.loop)
+        future = asyncio.run_coroutine_threadsafe(session.request(message), self.loop)
         return future.result(timeout or 60)
 
     def fire_local(self, tag: str, data: dict[str, Any], wait: float | None = None) -> bool:
@@ -400,9 +400,7 @@ class Minion:
     def fresh_pillar(self) -> tuple[dict[str, Any], list]:
         if self.opts.get("file_client", "remote") == "local":
             return self.local_pillar(), []
-        reply = self.call_master({"cmd": "_pillar", "grains": self.grains, "saltenv": self.opts.get("saltenv"),
-                                  "pillarenv": self.opts.get("pillarenv")})
-        return dict(reply.get("pillar") or {}), []
+        return dict(self.call_master(self.pillar_request()).pillar), []
 
     def state_source(self) -> Any:
         if self.opts.get("file_client", "remote") == "local":
@@ -412,7 +410,8 @@ class Minion:
         from runtime.minion.remote import RemoteFiles
 
         if self._remote_files is None:
-            self._remote_files = RemoteFiles(lambda payload: self.call_master(payload), self.opts["cachedir"])
+            # looked up at each call: a job process (procjob) replaces call_master by its pipe to the parent
+            self._remote_files = RemoteFiles(lambda message: self.call_master(message), self.opts["cachedir"])
         self._remote_files.new_run()
         return self._remote_files
 

@@ -13,14 +13,21 @@ import concurrent.futures
 import hashlib
 import os
 import threading
-from collections.abc import Callable
-from typing import Any
+from typing import Protocol, TypeVar
 
 from compiler.errors import ACCESS_DENIED, RENDER_ERROR, CompileError
 from compiler.roots import FetchedFile, SourceFile, clean_relpath, valid_saltenv
+from runtime import protocol
 from runtime.private_files import ensure_private_dir
 
-Requester = Callable[[dict[str, Any]], Any]
+R = TypeVar("R", bound=protocol.Reply)
+
+
+class Requester(Protocol):
+    """One sealed request to the master, answered with its reply (``Minion.call_master``)."""
+
+    def __call__(self, message: protocol.SessionRequest[R]) -> R: ...
+
 _REFUSALS = {"access_denied", "bad_path", "bad_saltenv", "unknown_saltenv"}
 
 
@@ -35,16 +42,16 @@ class RemoteFiles:
         self._lists: dict[str, list[str]] = {}
         self._verified: dict[tuple[str, str], tuple[FetchedFile, str] | None] = {}
 
-    def request(self, payload: dict[str, Any]) -> Any:
+    def request(self, message: protocol.SessionRequest[R]) -> R:
         """One file server request; a refusal or a silent master becomes a CompileError that the
         compiler and the states report like any missing or refused file (no traceback)."""
         from runtime.crypt.errors import RemoteRefusal
         from runtime.modules import CommandError
         from runtime.transport import RequestTimeout
 
-        what = f"{payload.get('cmd')} {payload.get('path', payload.get('saltenv', ''))!s}"[:200]
+        what = f"{message.COMMAND} {getattr(message, 'path', getattr(message, 'saltenv', ''))!s}"[:200]
         try:
-            return self._request(payload)
+            return self._request(message)
         except RemoteRefusal as exc:
             kind = ACCESS_DENIED if exc.reason in _REFUSALS else RENDER_ERROR
             raise CompileError(kind, f"the master refused {what}: {exc}") from None
@@ -60,14 +67,13 @@ class RemoteFiles:
 
     def saltenvs(self) -> list[str]:
         if self._envs is None:
-            reply = self.request({"cmd": "_file_envs"})
-            self._envs = [e for e in reply.get("envs", []) if isinstance(e, str) and valid_saltenv(e)]
+            reply = self.request(protocol.FileEnvs())
+            self._envs = [e for e in reply.envs if valid_saltenv(e)]
         return list(self._envs)
 
     def list_files(self, saltenv: str) -> list[str]:
         if saltenv not in self._lists:
-            reply = self.request({"cmd": "_file_list", "saltenv": saltenv, "prefix": ""})
-            self._lists[saltenv] = [f for f in reply.get("files", []) if isinstance(f, str)]
+            self._lists[saltenv] = list(self.request(protocol.FileList(saltenv=saltenv, prefix="")).files)
         return list(self._lists[saltenv])
 
     def _cache_path(self, saltenv: str, rel: str) -> str:
@@ -82,12 +88,12 @@ class RemoteFiles:
             if key in self._verified:
                 hit = self._verified[key]
                 return hit[0] if hit else None
-        found = self.request({"cmd": "_file_find", "path": rel, "saltenv": saltenv})
-        if not found:
+        found = self.request(protocol.FileFind(path=rel, saltenv=saltenv))
+        if found.hsum is None:
             with self._lock:
                 self._verified[key] = None
             return None
-        hsum = str(found.get("hsum", ""))
+        hsum = found.hsum
         path = self._cache_path(saltenv, rel)
         data = _read_if_hash(path, hsum)
         if data is None:
@@ -97,7 +103,7 @@ class RemoteFiles:
             with open(tmp, "wb") as fh:
                 fh.write(data)
             os.replace(tmp, path)
-        fetched = FetchedFile(data, f"salt://{rel}?saltenv={saltenv}", found.get("mode"))
+        fetched = FetchedFile(data, f"salt://{rel}?saltenv={saltenv}", found.mode)
         with self._lock:
             self._verified[key] = (fetched, hsum)
         return fetched
@@ -106,13 +112,12 @@ class RemoteFiles:
         chunks: list[bytes] = []
         loc = 0
         for _ in range(100000):
-            reply = self.request({"cmd": "_serve_file", "path": rel, "saltenv": saltenv, "loc": loc})
-            if not reply:
+            reply = self.request(protocol.ServeFile(path=rel, saltenv=saltenv, loc=loc))
+            if reply.data is None:
                 raise CompileError(ACCESS_DENIED, f"salt://{rel} vanished from the master while downloading")
-            data = reply.get("data", b"")
-            chunks.append(data if isinstance(data, bytes) else b"")
-            loc = int(reply.get("loc", loc + len(data)))
-            if reply.get("done"):
+            chunks.append(reply.data)
+            loc = reply.loc if reply.loc is not None else loc + len(reply.data)
+            if reply.done:
                 break
         blob = b"".join(chunks)
         if hsum and hashlib.sha256(blob).hexdigest() != hsum:

@@ -12,9 +12,9 @@ import asyncio
 import logging
 import random
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
-from runtime import codec, transport
+from runtime import codec, protocol, transport
 from runtime.crypt.channel import ClientChannel
 from runtime.crypt.errors import AuthReplyError, CryptoError, RemoteRefusal
 from runtime.crypt.handshake import AuthGrant, AuthResult, finish_auth, start_auth
@@ -23,6 +23,8 @@ from runtime.crypt.trust import MasterTrust
 from runtime.transport_async import AsyncRequestClient
 
 log = logging.getLogger("saltpan.minion.session")
+
+R = TypeVar("R", bound=protocol.Reply)
 
 
 class SessionError(Exception):
@@ -75,13 +77,15 @@ class Session:
     def heartbeat(self) -> float:
         return max(0.05, float(self.grant.heartbeat_s))
 
-    async def request(self, payload: dict[str, Any], timeout: float | None = None,
-                      tries: int | None = None) -> Any:
-        """Send a sealed request and return the opened reply payload.
+    async def request(self, message: protocol.SessionRequest[R], timeout: float | None = None,
+                      tries: int | None = None) -> R:
+        """Send a sealed request and return the master's reply to it, checked.
 
         Raises transport.RequestTimeout when the master does not answer, SessionError when the
-        master refuses the session (unknown/revoked), RemoteRefusal for other refusals.
+        master refuses the session (unknown/revoked), RemoteRefusal for other refusals (and for
+        a reply that is not the one the request asks for: ``bad_reply``).
         """
+        payload = message.to_wire()
         (counter, reply) = await self.client.request_with(lambda: self.channel.seal_request(payload),
                                                           timeout=timeout or self.request_timeout,
                                                           tries=tries or self.request_tries)
@@ -97,7 +101,10 @@ class Session:
             raise SessionError(f"reply refused: {exc}") from None
         if isinstance(data, dict) and isinstance(data.get("error"), dict):
             raise RemoteRefusal(str(data["error"].get("message")), str(data["error"].get("reason")))
-        return data
+        try:
+            return message.read_reply(data)
+        except protocol.ProtocolError as exc:
+            raise RemoteRefusal(f"the master's reply to {message.COMMAND} is malformed: {exc}", "bad_reply") from None
 
     def close(self) -> None:
         self.client.close()
@@ -115,7 +122,7 @@ async def authenticate(address: str, identity: Identity, minion_id: str, trust: 
         while not stop.is_set():
             attempt = start_auth(identity, minion_id, clock_offset_ms=offset)
             try:
-                reply = await client.request(codec.pack_envelope(codec.ENC_CLEAR, attempt.load))
+                reply = await client.request(protocol.encode_clear(protocol.AuthHello.from_wire(attempt.load)))
             except transport.RequestTimeout as exc:
                 raise SessionError(f"no answer from the master at {address}: {exc}") from None
             try:

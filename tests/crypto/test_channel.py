@@ -23,7 +23,7 @@ def flip_byte(data: bytes, index: int) -> bytes:
 def test_round_trip(fleet):
     _, _, client, server = fleet.accepted("web1")
     ctr, data = client.seal_request({"cmd": "_return", "jid": "1", "return": True})
-    assert codec.envelope_kind(data) == "aes"
+    assert codec.unpack_envelope(data).enc == "aes"
     request = server.open_request(load_of(data))
     assert request.minion_id == "web1" and request.counter == ctr == 1
     assert request.payload == {"cmd": "_return", "jid": "1", "return": True}

@@ -95,15 +95,35 @@ def test_pack_refuses_unencodable():
         codec.pack({"x": object()})
 
 
-def test_envelope_round_trip_and_kind():
+def test_envelope_round_trip():
     data = codec.pack_envelope("aes", {"h": b"1", "ct": b"2"})
     env = codec.unpack_envelope(data)
     assert env == codec.Envelope("aes", {"h": b"1", "ct": b"2"})
-    assert codec.envelope_kind(data) == "aes"
-    assert codec.envelope_kind(codec.pack_envelope("clear", {"cmd": "_auth"})) == "clear"
-    # an aes envelope packed with its keys in another order is classified as clear (rate limited)
-    assert codec.envelope_kind(codec.pack({"load": {}, "enc": "aes"})) == "clear"
-    assert codec.envelope_kind(b"") == "clear"
+    # the order of the keys does not matter: every reader decodes the whole envelope
+    assert codec.unpack_envelope(codec.pack({"load": {}, "enc": "aes"})) == codec.Envelope("aes", {})
+
+
+@pytest.mark.parametrize("data", [
+    b"\x82\xa3cmd\xa5_auth\xa3cmd\xa7publish",                   # the same key twice, last one differs
+    b"\x82\xa1a\x01\xa1a\x01",                                     # the same key and value twice
+    b"\x81\xa1x\x82\x01\xa1a\x01\xa1b",                            # nested, int keys
+    b"\x82\xc4\x01k\x01\xc4\x01k\x02",                             # bytes keys
+    b"\x91\x83\xa1a\x01\xa1b\x02\xa1a\x03",                        # inside an array
+])
+def test_duplicate_map_keys_refused(data):
+    assert reason(data) == "duplicate_key"
+
+
+def test_duplicate_keys_refused_in_envelopes_and_loads():
+    # {"enc": "aes", "load": {}, "enc": "clear"}: which "enc" counts would depend on the reader
+    twice_enc = b"\x83\xa3enc\xa3aes\xa4load\x80\xa3enc\xa5clear"
+    with pytest.raises(DecodeError) as err:
+        codec.unpack_envelope(twice_enc)
+    assert err.value.reason == "duplicate_key"
+    twice_cmd = b"\x82\xa3enc\xa5clear\xa4load\x82\xa3cmd\xa7publish\xa3cmd\xa5_auth"
+    with pytest.raises(DecodeError) as err:
+        codec.unpack_envelope(twice_cmd)
+    assert err.value.reason == "duplicate_key"
 
 
 @pytest.mark.parametrize("obj", [

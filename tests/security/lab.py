@@ -322,7 +322,7 @@ def publish(lab: Lab, tgt: Any, fun: str, arg: list | None = None, tgt_type: str
     """Publish a legit job as the master's user (without waiting); its jid."""
     from runtime.client import LocalClient
 
-    return LocalClient(lab.opts).publish(tgt, fun, arg or [], tgt_type=tgt_type)["jid"]
+    return LocalClient(lab.opts).publish(tgt, fun, arg or [], tgt_type=tgt_type).jid
 
 
 def wait_return(lab: Lab, jid: str, minion_id: str, timeout: float = 15) -> Any:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from runtime.master.worker import Worker
+from runtime import protocol
+from runtime.master.worker import HANDLER_CLASSES
 from tests.security.clients import reason
 from tests.security.guard import lab_attack
 from tests.security.lab import Lab
@@ -19,11 +20,15 @@ NON_STRINGS = [5, None, True, 1.5, ["_auth"], {"cmd": "_auth"}, b"_auth"]
 
 
 def worker_names() -> list[str]:
-    return sorted(name for name in dir(Worker) if not name.startswith("__") or name in ("__init__", "__class__"))
+    """Every attribute name of the request handlers, the protocol's class names and commands."""
+    names = {"__init__", "__class__", *protocol.COMMANDS, *(r.__name__ for r in protocol.REQUESTS)}
+    for cls in HANDLER_CLASSES:
+        names.update(name for name in dir(cls) if not name.startswith("__"))
+    return sorted(names)
 
 
 def test_every_worker_method_named_in_a_clear_load_is_refused(lab: Lab) -> None:
-    clear_commands = set(Worker.CLEAR_COMMANDS)
+    clear_commands = set(protocol.CLEAR_COMMANDS)
     with lab_attack(lab, logs=[("master", r"refused clear command")]) as atk:
         raw = atk.raw()
         names = [n for n in worker_names() if n not in clear_commands]
@@ -34,9 +39,9 @@ def test_every_worker_method_named_in_a_clear_load_is_refused(lab: Lab) -> None:
 
 
 def test_every_worker_method_named_in_a_sealed_load_is_refused(lab: Lab) -> None:
-    aes_commands = set(Worker.AES_COMMANDS)
+    aes_commands = set(protocol.SESSION_COMMANDS)
     with lab_attack(lab, logs=[("master", r"refused command .* from minion rogue01")]) as atk:
-        names = [n for n in worker_names() if n not in aes_commands] + list(Worker.CLEAR_COMMANDS)
+        names = [n for n in worker_names() if n not in aes_commands]
         for cmd in names + NON_STRINGS:
             reply = atk.record("sealed reply", lab.rogue.request({"cmd": cmd}))
             assert reason(reply) == "unknown_command", cmd

@@ -54,7 +54,7 @@ def test_pending_and_rejected_minions_never_get_jobs(lab: Lab) -> None:
 def _publish_all(lab: Lab, atk) -> dict:
     from runtime.client import LocalClient
 
-    published = LocalClient(lab.opts).publish("*", "test.ping")
+    published = LocalClient(lab.opts).publish("*", "test.ping").to_wire()
     atk.allow_job(published["jid"])
     return published
 

@@ -37,6 +37,8 @@ HOSTILE_BODIES = {
                  b"\x82\xa3enc\xa5clear\xa4load\x81\xa1x\xc7\x05\x07" + b"\x00" * 5],
     "bad_key": [b"\x82\xa3enc\xa5clear\xa4load\x81\xc3\x01",                       # map key True
                 b"\x82\xa3enc\xa5clear\xa4load\x81\x91\x01\x01"],                  # map key [1]
+    "duplicate_key": [b"\x83\xa3enc\xa5clear\xa4load\x80\xa3enc\xa3aes",             # enc twice
+                      b"\x82\xa3enc\xa5clear\xa4load\x82\xa3cmd\xa7publish\xa3cmd\xa5_auth"],  # cmd twice
     "bad_envelope": [msgpack.packb([1, 2]), msgpack.packb({"enc": "zip", "load": {}}),
                      msgpack.packb({"enc": "clear", "load": [], "x": 1})],
 }

@@ -105,7 +105,7 @@ def forged(user):
         return codec.unpack_envelope(c.request(codec.pack_envelope("clear", load))).load
 attempt("sign as root", lambda: forged("root"))
 attempt("cmd.run as myself", lambda: LocalClient(opts, user=USER).publish("*", "cmd.run", ["id"]))
-attempt("test.ping as myself", lambda: LocalClient(opts, user=USER).publish("web01", "test.ping"))
+attempt("test.ping as myself", lambda: LocalClient(opts, user=USER).publish("web01", "test.ping").to_wire())
 print(json.dumps(out))
 """
 

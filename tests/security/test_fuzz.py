@@ -36,7 +36,7 @@ import zmq
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from runtime import codec, transport
+from runtime import codec, protocol, transport
 from runtime.crypt.channel import ClientChannel
 from runtime.crypt.clientkey import client_key_path, load_or_create_client_key, make_proof
 from runtime.crypt.errors import CryptoError, RemoteRefusal
@@ -44,7 +44,7 @@ from runtime.crypt.handshake import finish_auth, start_auth
 from runtime.crypt.identity import Identity
 from runtime.events import EVENT_PULL
 from runtime.master import worker as worker_mod
-from runtime.master.worker import Worker, _current_user
+from runtime.master.worker import HANDLER_CLASSES, Worker, _current_user
 from tests.integration.rogue import AcceptAll
 
 BUDGET = float(os.environ.get("SALTPAN_FUZZ_SECONDS", "12"))
@@ -71,8 +71,9 @@ keys = st.one_of(st.text(max_size=12), st.binary(max_size=8), st.integers(min_va
 values = st.recursive(scalars, lambda children: st.one_of(st.lists(children, max_size=6),
                                                           st.dictionaries(keys, children, max_size=6)),
                       max_leaves=30)
-NAMES = sorted({*Worker.CLEAR_COMMANDS, *Worker.AES_COMMANDS, *Worker.NON_HANDLERS, "__init__", "__class__",
-                "_prep_auth_info", "_send_pub", "close"})
+NAMES = sorted({*protocol.COMMANDS, *(n for cls in HANDLER_CLASSES for n in (*cls.HANDLES.values(),
+                                                                              *cls.NON_HANDLERS)),
+                "__init__", "__class__", "_prep_auth_info", "_send_pub", "close"})
 cmds = st.one_of(st.sampled_from(NAMES), scalars)
 PATHS = ["hello.txt", "salt://hello.txt", "../secret", "/etc/passwd", "sub/../../x", "a\\..\\b", "", "\x00"]
 field_values = st.one_of(values, st.sampled_from(PATHS), st.sampled_from(["base", "..", "dev", "*"]),
@@ -231,9 +232,14 @@ def test_fuzz_decoder() -> None:
             codec.unpack_envelope(data)
         except codec.DecodeError as exc:
             assert exc.reason in codec.DECODE_REASONS
-        codec.envelope_kind(data)
-        codec.clear_command(data)
-        transport.request_class(data)
+        # the request proxy's classification never fails, and agrees with the workers' decoding
+        kind = protocol.classify(data)
+        try:
+            envelope = protocol.read_envelope(data)
+        except codec.DecodeError:
+            assert kind is protocol.UNKNOWN_CLASS
+        else:
+            assert kind is protocol.envelope_class(envelope)
 
     run_for(BUDGET * 0.15, decode)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from runtime import codec
+from runtime.protocol import MessageClass, classify
 from runtime.transport import ClearRateLimit, TokenBucketLimiter
 
 
@@ -44,14 +45,30 @@ def test_clear_policy():
     clock = Clock()
     policy = ClearRateLimit(TokenBucketLimiter(rate=1, burst=1, clock=clock),
                             TokenBucketLimiter(rate=1, burst=2, clock=clock))
-    clear = codec.pack_envelope("clear", {"cmd": "_auth"})
-    aes = codec.pack_envelope("aes", {"h": b"", "ct": b""})
-    assert policy("1.1.1.1", clear) is None
-    assert policy("1.1.1.1", clear) == "rate_limited"
-    assert policy("2.2.2.2", clear) is None
-    assert policy("3.3.3.3", clear) == "busy"        # the global bucket is empty
-    assert policy("1.1.1.1", aes) is None
-    assert policy("1.1.1.1", b"\xc1 not msgpack") == "rate_limited"   # garbage counts as clear
+    hello = classify(codec.pack_envelope("clear", {"cmd": "_auth"}))
+    sealed = classify(codec.pack_envelope("aes", {"h": b"", "ct": b""}))
+    assert (hello, sealed) == (MessageClass.AUTH, MessageClass.SESSION)
+    assert policy("1.1.1.1", hello) is None
+    assert policy("1.1.1.1", hello) == "rate_limited"
+    assert policy("2.2.2.2", hello) is None
+    assert policy("3.3.3.3", hello) == "busy"        # the global bucket is empty
+    assert policy("1.1.1.1", sealed) is None
+    assert classify(b"\xc1 not msgpack") is MessageClass.AUTH   # garbage counts as a hello
+    assert policy("1.1.1.1", classify(b"\xc1 not msgpack")) == "rate_limited"
+
+
+def test_client_requests_have_their_own_bucket():
+    clock = Clock()
+    policy = ClearRateLimit(TokenBucketLimiter(rate=1, burst=1, clock=clock), TokenBucketLimiter(rate=1, burst=1,
+                                                                                                  clock=clock),
+                            client_per_peer=TokenBucketLimiter(rate=1, burst=2, clock=clock))
+    publish = classify(codec.pack_envelope("clear", {"cmd": "publish", "body": b"", "proof": {}}))
+    assert publish is MessageClass.CLIENT
+    assert policy("1.1.1.1", MessageClass.AUTH) is None
+    assert policy("2.2.2.2", MessageClass.AUTH) == "busy"       # the global bucket is empty
+    assert policy("1.1.1.1", publish) is None                   # ... which clients are not charged to
+    assert policy("1.1.1.1", publish) is None
+    assert policy("1.1.1.1", publish) == "rate_limited"
 
 
 def test_invalid():
