@@ -1,14 +1,14 @@
-"""MWorker: answers every request the ReqServer hands it.
+"""MWorker: answers every request the ReqServer hands it, one at a time.
 
-Dispatch is an explicit allow-list (SECURITY.md class 1):
+This module is the dispatcher only.  A request body is read with ``runtime.protocol`` (the same
+decoding the request proxy classified it with) into its message class, every shape check made
+there, then handed to the one handler of that class (``runtime.master.handlers``, a module per
+concern).  Dispatch is an explicit allow-list (SECURITY.md class 1):
 
-* clear loads: ``_auth`` (anyone), ``publish`` and ``job_returns`` (a local user proving
-  it holds its client key);
-* aes loads (sealed under a minion's session): the session commands of ``runtime.protocol``,
-  always acting for the minion id bound to the session, never an id named in the load.
-
-Each request is read into its ``runtime.protocol`` message class (every shape check there) and
-handed to the one handler of that class.
+* clear loads: ``_auth`` (anyone), ``publish`` and ``job_returns`` (a local user proving it
+  holds its client key);
+* aes loads (sealed under a minion's session): the session commands, always acting for the
+  minion id bound to the session, never an id named in the load.
 
 Anything else gets a clear error reply; a malformed message never crashes the worker.
 """
@@ -16,111 +16,48 @@ Anything else gets a clear error reply; a malformed message never crashes the wo
 from __future__ import annotations
 
 import logging
-import os
 import signal
 import threading
-import time
-from collections.abc import Callable, Mapping
-from types import MappingProxyType
-from typing import Any, ClassVar
+from collections.abc import Mapping
+from typing import Any
 
 import zmq
 
-from compiler import match
 from runtime import codec, protocol, transport
-from runtime import jid as jid_mod
-from runtime.crypt.channel import ServerChannel
-from runtime.crypt.clientkey import client_key_path, load_client_key, verify_proof
-from runtime.crypt.errors import CryptoError, KeyFileError
+from runtime.crypt.errors import CryptoError
 from runtime.crypt.identity import Identity
-from runtime.crypt.publish import seal_publication
-from runtime.events import MASTER_PREFIXES, EventPusher
-from runtime.master import acl as acl_mod
-from runtime.master import fileserver, targeting
-from runtime.master.auth import AuthService, AuthSettings
-from runtime.master.datacache import SQLiteDataCache
-from runtime.master.jobcache import SQLiteJobCache
-from runtime.master.keys import FileKeyStore
-from runtime.master.sessions import SQLiteSessionStore
-from runtime.ratelog import RateLimitedLog
+from runtime.master.fileserver import FileServerError
+from runtime.master.handlers import HANDLER_CLASSES, Handler, Refused, WorkerContext, handler_table
 
 log = logging.getLogger("saltpan.master.worker")
 
 WORKERS_IPC = "workers.ipc"
 PUBLISH_PULL = "publish_pull.ipc"
 
-
-class Refused(Exception):
-    def __init__(self, reason: str, message: str):
-        super().__init__(message)
-        self.reason = reason
-        self.message = message
+__all__ = ["HANDLER_CLASSES", "PUBLISH_PULL", "WORKERS_IPC", "Worker", "run"]
 
 
 class Worker:
-    """State of one MWorker process."""
-
-    # The dispatch allow-list (SECURITY.md class 1): request class of runtime.protocol -> method.
-    # Nothing else is ever looked up by name; tests/security/test_allowlist.py fails when a
-    # request class has no handler, a handler no request class, or a public method is neither
-    # here nor in NON_HANDLERS.
-    HANDLES: ClassVar[Mapping[type[protocol.Request[Any]], str]] = MappingProxyType({
-        protocol.AuthHello: "handle_auth",            # anyone
-        protocol.Publish: "publish",                  # a local user proving it holds its client key
-        protocol.JobReturns: "job_returns",           # idem
-        protocol.Heartbeat: "heartbeat",              # sealed: the minion id comes from the session
-        protocol.PublishKeyRequest: "publish_key",
-        protocol.JobReturn: "job_return",
-        protocol.PillarRequest: "pillar",
-        protocol.GrainsUpload: "grains",
-        protocol.MinionEvents: "minion_event",
-        protocol.FileEnvs: "file_envs",
-        protocol.FileList: "file_list",
-        protocol.DirList: "dir_list",
-        protocol.FileFind: "file_find",
-        protocol.FileHash: "file_hash",
-        protocol.ServeFile: "serve_file",
-    })
-    # Public methods that are not request handlers: plumbing and helpers of the handlers.
-    NON_HANDLERS: ClassVar[frozenset[str]] = frozenset({
-        "handle", "handle_clear", "handle_aes", "new_jid", "send_publication", "expected_minions", "files", "close",
-    })
+    """The dispatcher of one MWorker process."""
 
     def __init__(self, opts: dict[str, Any], identity: Identity, ctx: zmq.Context):
-        self.opts = opts
-        self.identity = identity
-        self.ctx = ctx
-        self.sock_dir = opts["sock_dir"]
-        self.keys = FileKeyStore(opts["pki_dir"], max_pending=int(opts.get("max_pending_keys", 1000)))
-        self.store = SQLiteSessionStore.in_sock_dir(self.sock_dir)
-        self.auth = AuthService(identity, self.keys, self.store, AuthSettings(
-            auto_accept=bool(opts.get("auto_accept")), heartbeat_s=float(opts.get("heartbeat_period", 5.0))))
-        self.channel = ServerChannel(self.store)
-        self.jobs = SQLiteJobCache(opts["cachedir"])
-        self.data = SQLiteDataCache(opts["cachedir"])
-        self.events = EventPusher(ctx, self.sock_dir)
-        self.publish_sock = transport.make_socket(ctx, zmq.PUSH)
-        self.publish_sock.connect(transport.ipc_address(self.sock_dir, PUBLISH_PULL))
-        self.refusals = RateLimitedLog(log, float(opts.get("refusal_log_interval", 60.0)))
-        self.master_user = _current_user()
-        self._pillar: Any = None
-        self._files: fileserver.FileServer | None = None
-        # bound handlers, built only from the allow-list above
-        self.handlers: Mapping[type[protocol.Request[Any]], Callable[[str, Any], protocol.Reply]] = MappingProxyType(
-            {request: getattr(self, name) for request, name in self.HANDLES.items()})
+        self.ctx = WorkerContext.open(opts, identity, ctx,
+                                      transport.ipc_address(opts["sock_dir"], PUBLISH_PULL))
+        self.refusals = self.ctx.refusals
+        self.handlers: Mapping[type[protocol.Request[Any]], Handler] = handler_table(self.ctx)
 
-    # -- entry point --------------------------------------------------------------
     def handle(self, peer: str, body: bytes) -> bytes:
+        """The reply body to one request body from ``peer`` (the client's address)."""
         try:
             envelope = protocol.read_envelope(body)
         except codec.DecodeError as exc:
             self.refusals.warning(f"decode:{exc.reason}", "refused request from %s: %s", peer, exc)
-            return codec.pack_envelope(codec.ENC_CLEAR, codec.error_load(exc.reason, str(exc)))
+            return _clear(codec.error_load(exc.reason, str(exc)))
         if envelope.enc == codec.ENC_AES:
-            return self.handle_aes(peer, envelope.load)
-        return self.handle_clear(peer, envelope.load)
+            return self._sealed(peer, envelope.load)
+        return self._clear(peer, envelope.load)
 
-    def handle_clear(self, peer: str, load: dict[Any, Any]) -> bytes:
+    def _clear(self, peer: str, load: dict[Any, Any]) -> bytes:
         cmd = load.get("cmd")
         try:
             request = protocol.parse_clear_request(load)
@@ -145,9 +82,9 @@ class Worker:
             log.exception("clear command %s from %s failed", cmd, peer)
             return _clear(codec.error_load("internal_error", "the master could not process the request"))
 
-    def handle_aes(self, peer: str, load: dict[Any, Any]) -> bytes:
+    def _sealed(self, peer: str, load: dict[Any, Any]) -> bytes:
         try:
-            request = self.channel.open_request(load)
+            request = self.ctx.channel.open_request(load)
         except (CryptoError, codec.DecodeError) as exc:
             self.refusals.warning(f"aes:{exc.reason}", "refused sealed request from %s (%s): %s", peer, exc.reason,
                                   exc)
@@ -172,239 +109,21 @@ class Worker:
                 self.refusals.warning(f"aes:{cmd}:{exc.reason}", "refused %s from minion %s (%s): %s", cmd,
                                       minion_id, exc.reason, exc.message)
             reply = codec.error_load(exc.reason, exc.message)
-        except (Refused, fileserver.FileServerError) as exc:
-            self.refusals.warning(f"aes:{cmd}:{exc.reason}", "refused %s from minion %s (%s): %s", cmd,
-                                  minion_id, exc.reason, exc.message)
+        except (Refused, FileServerError) as exc:
+            self.refusals.warning(f"aes:{cmd}:{exc.reason}", "refused %s from minion %s (%s): %s", cmd, minion_id,
+                                  exc.reason, exc.message)
             reply = codec.error_load(exc.reason, exc.message)
         except Exception:  # noqa: BLE001
             log.exception("%s from minion %s failed", cmd, minion_id)
             reply = codec.error_load("internal_error", "the master could not process the request")
-        return self.channel.seal_reply(request, reply)
-
-    # -- clear commands ---------------------------------------------------------------
-    def handle_auth(self, peer: str, load: protocol.AuthHello) -> protocol.AuthReply | protocol.ErrorReply:
-        decision = self.auth.handle(load.to_wire())
-        if decision.outcome == "accepted":
-            log.info(decision.log_line())
-        else:
-            # pending/rejected/denied once per id (bounded by the key store); refusals once per
-            # reason, whatever the id, so a flood of new ids cannot flood the log
-            who = decision.minion_id if decision.outcome in ("pending", "rejected", "denied") else "*"
-            self.refusals.info(f"auth:{decision.outcome}:{decision.reason}:{who}", "%s (from %s)",
-                               decision.log_line(), peer)
-        event = decision.event()
-        if event is not None:
-            self.events.fire("salt/auth", event)
-        if "error" in decision.reply:
-            return protocol.ErrorReply.from_wire(decision.reply)
-        return protocol.AuthReply.from_wire(decision.reply)
-
-    def _client_user(self, request: protocol.Publish | protocol.JobReturns) -> str:
-        user = request.proof.user
-        try:
-            key = load_client_key(client_key_path(self.opts["cachedir"], user))
-        except (KeyFileError, ValueError):
-            raise Refused("bad_proof", f"no client key for user {user!r}") from None
-        verified_user, nonce = verify_proof(key, request.proof.to_wire(), request.body)
-        if not self.store.claim_nonce("client", nonce, int(time.time() * 1000) + 300_000):
-            raise Refused("replayed", "client request replayed")
-        return verified_user
-
-    def publish(self, peer: str, load: protocol.Publish) -> protocol.PublishReply:
-        user = self._client_user(load)
-        job = protocol.PublishJob.decode(load.body)
-        try:
-            minions = self.expected_minions(job.tgt, job.tgt_type)
-        except match.MatchError as exc:
-            raise Refused("bad_target", exc.message) from None
-        if not minions:
-            raise Refused("no_minions", "No minions matched the target. No command was sent, no jid was assigned.")
-        if user != self.master_user and not self._asks_about_own_job(user, job.fun, job.arg, minions):
-            reason = acl_mod.check(self.opts.get("publisher_acl") or {}, user, job.fun, minions)
-            if reason is not None:
-                raise Refused("acl", reason)
-        jid = self.new_jid(job.fun, job.arg, job.tgt, job.tgt_type, user, minions)
-        payload = {"jid": jid, "fun": job.fun, "arg": job.arg, "kwarg": job.kwarg, "tgt": job.tgt,
-                   "tgt_type": job.tgt_type, "user": user, "ret": job.ret, "timeout": job.timeout}
-        restricted = user != self.master_user
-        if restricted:
-            # Minions match targets with their own data and config (nodegroups, grains, pillar),
-            # which may differ from what the master checked the ACL against: a restricted user's
-            # job may run only on the minions the ACL was checked for, and is sent only to them.
-            payload["acl_minions"] = list(minions)
-        self.events.fire(f"salt/job/{jid}/new", {"jid": jid, "tgt": job.tgt, "tgt_type": job.tgt_type,
-                                                 "fun": job.fun, "arg": job.arg, "minions": minions, "user": user})
-        self.send_publication(payload, minions if job.tgt_type == "list" or restricted else None)
-        log.info("published %s %s to %s (%d minions expected) for %s", jid, job.fun, job.tgt, len(minions), user)
-        return protocol.PublishReply(jid=jid, minions=minions)
-
-    def _asks_about_own_job(self, user: str, fun: str, arg: list[Any], minions: list[str]) -> bool:
-        """``saltutil.find_job JID`` on minions of a job this same user published: how the
-        client learns that a job outlasting --timeout is still running, allowed whatever the
-        user's publisher_acl says (it reveals nothing but that job's state)."""
-        if fun != "saltutil.find_job" or len(arg) != 1 or not isinstance(arg[0], str):
-            return False
-        job = self.jobs.job(arg[0])
-        return job is not None and job["user"] == user and set(minions) <= set(job["minions"])
-
-    def new_jid(self, fun: str, arg: list[Any], tgt: Any, tgt_type: str, user: str, minions: list[str]) -> str:
-        for _ in range(100):
-            jid = jid_mod.new_jid()
-            if self.jobs.job(jid) is None:
-                self.jobs.add_job(jid, fun, arg, tgt, tgt_type, user, minions)
-                return jid
-        raise Refused("busy", "could not allocate a job id")
-
-    def send_publication(self, payload: dict[str, Any], only: list[str] | None) -> None:
-        pkey, serial = self.store.next_publication()
-        body = seal_publication(self.identity, pkey, serial, payload)
-        topics = [transport.minion_topic(m) for m in only] if only else [transport.BROADCAST]
-        for topic in topics:
-            self.publish_sock.send_multipart([topic, body])
-
-    def expected_minions(self, tgt: Any, tgt_type: str) -> list[str]:
-        accepted = self.keys.list_keys().get("minions", [])
-        return targeting.expected_minions(tgt, tgt_type, accepted, self.data.all("grains"), self.data.all("pillar"),
-                                          self.opts.get("nodegroups") or {})
-
-    def job_returns(self, peer: str, load: protocol.JobReturns) -> protocol.JobReturnsReply:
-        user = self._client_user(load)
-        query = protocol.JobQuery.decode(load.body)
-        job = self.jobs.job(query.jid)
-        if job is None or (user != self.master_user and job["user"] != user):
-            raise Refused("unknown_job", "no such job for this user")
-        return protocol.JobReturnsReply(jid=query.jid, minions=job["minions"], returns=self.jobs.returns(query.jid))
-
-    # -- aes commands ---------------------------------------------------------------
-    def heartbeat(self, minion_id: str, load: protocol.Heartbeat) -> protocol.HeartbeatReply:
-        current = self.store.current_publish_key()
-        epoch, publish_key = current.epoch, None
-        if load.epoch != current.epoch:
-            sessions = self.store.minion_sessions(minion_id)
-            if sessions:
-                pkey = self.store.publish_key_for(sessions[-1])
-                epoch, publish_key = pkey.epoch, pkey.key
-        return protocol.HeartbeatReply(now=int(time.time() * 1000), heartbeat=float(self.opts.get(
-            "heartbeat_period", 5.0)), epoch=epoch, publish_key=publish_key)
-
-    def publish_key(self, minion_id: str, load: protocol.PublishKeyRequest) -> protocol.PublishKeyReply:
-        sessions = self.store.minion_sessions(minion_id)
-        if not sessions:
-            raise Refused("unknown_session", "no session")
-        pkey = self.store.publish_key_for(sessions[-1])
-        return protocol.PublishKeyReply(epoch=pkey.epoch, publish_key=pkey.key)
-
-    def job_return(self, minion_id: str, load: protocol.JobReturn) -> protocol.Ok:
-        jid = load.jid
-        job = self.jobs.job(jid)
-        if job is None:
-            raise Refused("unknown_job", "no such job")
-        if minion_id not in job["minions"] and not self._greedy_target(job, minion_id):
-            raise Refused("not_targeted", f"job {jid} was not sent to {minion_id}")
-        fun = load.fun if load.fun is not None else job["fun"]
-        if not self.jobs.add_return(jid, minion_id, fun, load.ret, load.success, load.retcode):
-            raise Refused("duplicate", f"{minion_id} already returned for {jid}")
-        event = {"cmd": "_return", "id": minion_id, "jid": jid, "fun": fun, "fun_args": job["arg"],
-                 "return": load.ret, "retcode": load.retcode, "success": load.success}
-        if load.out is not None:
-            event["out"] = load.out
-        self.events.fire(f"salt/job/{jid}/ret/{minion_id}", event)
-        return protocol.Ok()
-
-    def _greedy_target(self, job: dict[str, Any], minion_id: str) -> bool:
-        try:
-            return minion_id in self.expected_minions(job["tgt"], job["tgt_type"])
-        except match.MatchError:
-            return False
-
-    def _store_grains(self, minion_id: str, grains: dict[str, Any]) -> None:
-        grains = dict(grains)
-        grains["id"] = minion_id
-        self.data.store(minion_id, "grains", grains)
-
-    def grains(self, minion_id: str, load: protocol.GrainsUpload) -> protocol.Ok:
-        self._store_grains(minion_id, load.grains)
-        return protocol.Ok()
-
-    def pillar(self, minion_id: str, load: protocol.PillarRequest) -> protocol.PillarReply:
-        from runtime.master import pillar_service
-
-        if load.ignored:  # Salt's _pillar load could carry these to ext_pillar; here they are dropped (class 11)
-            self.refusals.warning("aes:_pillar:override", "ignored %s in _pillar from minion %s (override): a minion "
-                                  "cannot change what its pillar is compiled from", ", ".join(load.ignored), minion_id)
-        grains = load.grains
-        if grains is not None:
-            self._store_grains(minion_id, grains)
-        else:
-            grains = self.data.fetch(minion_id, "grains") or {}
-        if self._pillar is None:
-            self._pillar = pillar_service.PillarService(self.opts, self.data)
-        return protocol.PillarReply(pillar=self._pillar.compile(minion_id, dict(grains), load.saltenv, load.pillarenv,
-                                                                clean_cache=load.clean_cache))
-
-    def minion_event(self, minion_id: str, load: protocol.MinionEvents) -> protocol.EventsReply:
-        fired = 0
-        for event in load.events:
-            tag = event.tag
-            if not tag or len(tag) > 512 or tag.startswith(MASTER_PREFIXES):
-                self.refusals.warning(f"event:{minion_id}", "refused event tag %r from minion %s (master_tag)", tag[:80],
-                                      minion_id)
-                continue
-            data = dict(event.data)
-            data["id"] = minion_id
-            self.events.fire(tag, data)
-            fired += 1
-        return protocol.EventsReply(ok=True, fired=fired)
-
-    # -- file server --------------------------------------------------------------
-    def files(self) -> fileserver.FileServer:
-        if self._files is None:
-            self._files = fileserver.FileServer(self.opts.get("file_roots") or {},
-                                                float(self.opts.get("refusal_log_interval", 60.0)))
-        return self._files
-
-    def file_envs(self, minion_id: str, load: protocol.FileEnvs) -> protocol.FileEnvsReply:
-        return protocol.FileEnvsReply(envs=self.files().envs())
-
-    def file_list(self, minion_id: str, load: protocol.FileList) -> protocol.FileListReply:
-        return protocol.FileListReply(files=self.files().file_list(load.saltenv, load.prefix))
-
-    def dir_list(self, minion_id: str, load: protocol.DirList) -> protocol.DirListReply:
-        return protocol.DirListReply(dirs=self.files().dir_list(load.saltenv, load.prefix))
-
-    def file_find(self, minion_id: str, load: protocol.FileFind) -> protocol.FileFindReply:
-        return protocol.FileFindReply(**self.files().find(load.path, load.saltenv))
-
-    def file_hash(self, minion_id: str, load: protocol.FileHash) -> protocol.FileHashReply:
-        return protocol.FileHashReply(**self.files().hash(load.path, load.saltenv))
-
-    def serve_file(self, minion_id: str, load: protocol.ServeFile) -> protocol.FileChunk:
-        return protocol.FileChunk(**self.files().serve(load.path, load.saltenv, load.loc))
+        return self.ctx.channel.seal_reply(request, reply)
 
     def close(self) -> None:
-        for closer in (self.jobs.close, self.data.close, self.store.close, self.events.close):
-            try:
-                closer()
-            except Exception:  # noqa: BLE001
-                pass
-        self.publish_sock.close(linger=0)
-
-
-# The classes whose methods handle requests (each with HANDLES and NON_HANDLERS).
-HANDLER_CLASSES: tuple[type, ...] = (Worker,)
+        self.ctx.close()
 
 
 def _clear(load: Mapping[str, Any]) -> bytes:
     return codec.pack_envelope(codec.ENC_CLEAR, dict(load))
-
-
-def _current_user() -> str:
-    import pwd
-
-    try:
-        return pwd.getpwuid(os.geteuid()).pw_name
-    except KeyError:
-        return str(os.geteuid())
 
 
 def run(opts: dict[str, Any], identity: Identity, index: int, stop: threading.Event | None = None) -> None:

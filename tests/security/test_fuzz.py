@@ -44,7 +44,8 @@ from runtime.crypt.handshake import finish_auth, start_auth
 from runtime.crypt.identity import Identity
 from runtime.events import EVENT_PULL
 from runtime.master import worker as worker_mod
-from runtime.master.worker import HANDLER_CLASSES, Worker, _current_user
+from runtime.master.handlers.context import current_user as _current_user
+from runtime.master.worker import HANDLER_CLASSES, Worker
 from tests.integration.rogue import AcceptAll
 
 BUDGET = float(os.environ.get("SALTPAN_FUZZ_SECONDS", "12"))

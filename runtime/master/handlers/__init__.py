@@ -1,0 +1,50 @@
+"""The master's request handlers, one module per concern, each a class whose ``HANDLES`` table
+maps the ``runtime.protocol`` request classes it answers to its methods.
+
+    context.py      WorkerContext: what every handler shares (stores, caches, sockets); Refused
+    keys.py         _auth, _heartbeat, _publish_key: sessions and the publish key
+    jobs.py         publish, job_returns (local clients), _return (minions): jobs and their returns
+    minion_data.py  _pillar, _grains: what the master keeps about each minion
+    events.py       _minion_event: minions' events on the master's bus
+    files.py        _file_envs, _file_list, _dir_list, _file_find, _file_hash, _serve_file
+
+A clear handler is called ``(peer, message)``, a session handler ``(minion_id, message)`` with
+the id bound to the session; each returns its request's reply class, or raises ``Refused``
+(answered with an error reply).  ``runtime.master.worker`` dispatches to them; tests fail when a
+request class has no handler, a handler no request class, or a public method is unclassified
+(tests/security/test_allowlist.py, tests/unit/test_protocol.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any
+
+from runtime import protocol
+from runtime.master.handlers.context import Refused, WorkerContext
+from runtime.master.handlers.events import EventHandlers
+from runtime.master.handlers.files import FileHandlers
+from runtime.master.handlers.jobs import JobHandlers
+from runtime.master.handlers.keys import KeyHandlers
+from runtime.master.handlers.minion_data import MinionDataHandlers
+
+Handler = Callable[[str, Any], protocol.Reply]
+
+HANDLER_CLASSES: tuple[type[KeyHandlers | JobHandlers | MinionDataHandlers | EventHandlers | FileHandlers], ...] = (
+    KeyHandlers, JobHandlers, MinionDataHandlers, EventHandlers, FileHandlers)
+
+
+def handler_table(ctx: WorkerContext) -> Mapping[type[protocol.Request[Any]], Handler]:
+    """Request class -> bound handler, built only from the ``HANDLES`` tables (read-only)."""
+    table: dict[type[protocol.Request[Any]], Handler] = {}
+    for cls in HANDLER_CLASSES:
+        handlers = cls(ctx)
+        for request, name in cls.HANDLES.items():
+            if request in table:
+                raise RuntimeError(f"{request.__name__} has two handlers")
+            table[request] = getattr(handlers, name)
+    return MappingProxyType(table)
+
+
+__all__ = ["HANDLER_CLASSES", "Handler", "Refused", "WorkerContext", "handler_table"]

@@ -1,0 +1,146 @@
+"""Jobs and their returns: ``publish`` and ``job_returns`` from local clients, ``_return`` from minions.
+
+Publish policy lives here: the client's proof, the expected minions, ``publisher_acl``, the job
+id, the ``salt/job/<jid>/new`` event, and the signed publication pushed to the Publisher.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, ClassVar
+
+from compiler import match
+from runtime import jid as jid_mod
+from runtime import protocol, transport
+from runtime.crypt.clientkey import client_key_path, load_client_key, verify_proof
+from runtime.crypt.errors import KeyFileError
+from runtime.crypt.publish import seal_publication
+from runtime.master import acl as acl_mod
+from runtime.master import targeting
+from runtime.master.handlers.context import Refused, WorkerContext
+
+log = logging.getLogger("saltpan.master.worker")
+
+
+class JobHandlers:
+    HANDLES: ClassVar[Mapping[type[protocol.Request[Any]], str]] = MappingProxyType({
+        protocol.Publish: "publish",          # a local user proving it holds its client key
+        protocol.JobReturns: "job_returns",   # idem
+        protocol.JobReturn: "job_return",     # sealed: the minion id comes from the session
+    })
+    # public methods that are not request handlers
+    NON_HANDLERS: ClassVar[frozenset[str]] = frozenset({"new_jid", "send_publication", "expected_minions"})
+
+    def __init__(self, ctx: WorkerContext) -> None:
+        self.ctx = ctx
+
+    # -- local clients ----------------------------------------------------------------
+    def _client_user(self, request: protocol.Publish | protocol.JobReturns) -> str:
+        """The user whose client key made the request's proof (each proof is accepted once)."""
+        user = request.proof.user
+        try:
+            key = load_client_key(client_key_path(self.ctx.opts["cachedir"], user))
+        except (KeyFileError, ValueError):
+            raise Refused("bad_proof", f"no client key for user {user!r}") from None
+        verified_user, nonce = verify_proof(key, request.proof.to_wire(), request.body)
+        if not self.ctx.sessions.claim_nonce("client", nonce, int(time.time() * 1000) + 300_000):
+            raise Refused("replayed", "client request replayed")
+        return verified_user
+
+    def publish(self, peer: str, request: protocol.Publish) -> protocol.PublishReply:
+        ctx = self.ctx
+        user = self._client_user(request)
+        job = protocol.PublishJob.decode(request.body)
+        try:
+            minions = self.expected_minions(job.tgt, job.tgt_type)
+        except match.MatchError as exc:
+            raise Refused("bad_target", exc.message) from None
+        if not minions:
+            raise Refused("no_minions", "No minions matched the target. No command was sent, no jid was assigned.")
+        restricted = user != ctx.master_user
+        if restricted and not self._asks_about_own_job(user, job.fun, job.arg, minions):
+            reason = acl_mod.check(ctx.opts.get("publisher_acl") or {}, user, job.fun, minions)
+            if reason is not None:
+                raise Refused("acl", reason)
+        jid = self.new_jid(job.fun, job.arg, job.tgt, job.tgt_type, user, minions)
+        payload: dict[str, Any] = {"jid": jid, "fun": job.fun, "arg": job.arg, "kwarg": job.kwarg, "tgt": job.tgt,
+                                   "tgt_type": job.tgt_type, "user": user, "ret": job.ret, "timeout": job.timeout}
+        if restricted:
+            # Minions match targets with their own data and config (nodegroups, grains, pillar),
+            # which may differ from what the master checked the ACL against: a restricted user's
+            # job may run only on the minions the ACL was checked for, and is sent only to them.
+            payload["acl_minions"] = list(minions)
+        ctx.events.fire(f"salt/job/{jid}/new", {"jid": jid, "tgt": job.tgt, "tgt_type": job.tgt_type, "fun": job.fun,
+                                                "arg": job.arg, "minions": minions, "user": user})
+        self.send_publication(payload, minions if job.tgt_type == "list" or restricted else None)
+        log.info("published %s %s to %s (%d minions expected) for %s", jid, job.fun, job.tgt, len(minions), user)
+        return protocol.PublishReply(jid=jid, minions=minions)
+
+    def _asks_about_own_job(self, user: str, fun: str, arg: list[Any], minions: list[str]) -> bool:
+        """``saltutil.find_job JID`` on minions of a job this same user published: how the
+        client learns that a job outlasting --timeout is still running, allowed whatever the
+        user's publisher_acl says (it reveals nothing but that job's state)."""
+        if fun != "saltutil.find_job" or len(arg) != 1 or not isinstance(arg[0], str):
+            return False
+        job = self.ctx.jobs.job(arg[0])
+        return job is not None and job["user"] == user and set(minions) <= set(job["minions"])
+
+    def new_jid(self, fun: str, arg: list[Any], tgt: str | list[str], tgt_type: str, user: str,
+                minions: list[str]) -> str:
+        for _ in range(100):
+            jid = jid_mod.new_jid()
+            if self.ctx.jobs.job(jid) is None:
+                self.ctx.jobs.add_job(jid, fun, arg, tgt, tgt_type, user, minions)
+                return jid
+        raise Refused("busy", "could not allocate a job id")
+
+    def send_publication(self, payload: dict[str, Any], only: list[str] | None) -> None:
+        """Seal and sign the job, push it to the Publisher (to ``only``'s topics, or to all)."""
+        pkey, serial = self.ctx.sessions.next_publication()
+        body = seal_publication(self.ctx.identity, pkey, serial, payload)
+        topics = [transport.minion_topic(m) for m in only] if only else [transport.BROADCAST]
+        for topic in topics:
+            self.ctx.publish_sock.send_multipart([topic, body])
+
+    def expected_minions(self, tgt: str | list[str], tgt_type: str) -> list[str]:
+        ctx = self.ctx
+        accepted = ctx.keys.list_keys().get("minions", [])
+        return targeting.expected_minions(tgt, tgt_type, accepted, ctx.data.all("grains"), ctx.data.all("pillar"),
+                                          ctx.opts.get("nodegroups") or {})
+
+    def job_returns(self, peer: str, request: protocol.JobReturns) -> protocol.JobReturnsReply:
+        user = self._client_user(request)
+        query = protocol.JobQuery.decode(request.body)
+        job = self.ctx.jobs.job(query.jid)
+        if job is None or (user != self.ctx.master_user and job["user"] != user):
+            raise Refused("unknown_job", "no such job for this user")
+        return protocol.JobReturnsReply(jid=query.jid, minions=job["minions"],
+                                        returns=self.ctx.jobs.returns(query.jid))
+
+    # -- minions ----------------------------------------------------------------------
+    def job_return(self, minion_id: str, ret: protocol.JobReturn) -> protocol.Ok:
+        jid = ret.jid
+        job = self.ctx.jobs.job(jid)
+        if job is None:
+            raise Refused("unknown_job", "no such job")
+        if minion_id not in job["minions"] and not self._greedy_target(job, minion_id):
+            raise Refused("not_targeted", f"job {jid} was not sent to {minion_id}")
+        fun = ret.fun if ret.fun is not None else job["fun"]
+        if not self.ctx.jobs.add_return(jid, minion_id, fun, ret.ret, ret.success, ret.retcode):
+            raise Refused("duplicate", f"{minion_id} already returned for {jid}")
+        event = {"cmd": "_return", "id": minion_id, "jid": jid, "fun": fun, "fun_args": job["arg"],
+                 "return": ret.ret, "retcode": ret.retcode, "success": ret.success}
+        if ret.out is not None:
+            event["out"] = ret.out
+        self.ctx.events.fire(f"salt/job/{jid}/ret/{minion_id}", event)
+        return protocol.Ok()
+
+    def _greedy_target(self, job: dict[str, Any], minion_id: str) -> bool:
+        """A minion the master did not expect, which its own data made match (Salt's greedy targets)."""
+        try:
+            return minion_id in self.expected_minions(job["tgt"], job["tgt_type"])
+        except match.MatchError:
+            return False
