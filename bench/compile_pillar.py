@@ -108,7 +108,7 @@ def cli_workload(fleet: common.Fleet, scratch: Path, saltpan_bin: Path) -> dict[
     if shipped_top.exists():
         minion_id = "web01"
         probe = common.run_process([sys.executable, "-c", (
-            "import json; from runtime import compile_cmd, config; o = config.shipped('minion'); "
+            "import json; from runtime import config; from runtime.cli import compile as compile_cmd; o = config.shipped('minion'); "
             f"g = compile_cmd.minion_grains(o, {minion_id!r}, None); "
             "print(json.dumps({'grains': g, 'pillar_roots': o['pillar_roots'], 'file_roots': o['file_roots'], "
             "'nodegroups': o.get('nodegroups') or {}}, default=str))")], cwd=str(common.REPO_DIR))

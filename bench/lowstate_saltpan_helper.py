@@ -25,7 +25,8 @@ import common  # noqa: E402
 
 def build(fleet: common.Fleet, scratch: Path):
     """opts, pillar compiler and state compiler, from a config naming the fleet's trees."""
-    from runtime import compile_cmd, pipeline
+    from runtime import pipeline
+    from runtime.cli import compile as compile_cmd
 
     opts = compile_cmd.load_opts(str(common.write_fleet_config(scratch / "saltpan-conf", scratch, fleet)))
     return opts, compile_cmd.pillar_compiler(opts), pipeline.state_compiler(opts)

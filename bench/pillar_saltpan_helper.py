@@ -25,7 +25,7 @@ import common  # noqa: E402
 
 def build_compiler(fleet: common.Fleet, scratch: Path):
     """The compiler ``saltpan compile --config`` builds, from a config naming the fleet's trees."""
-    from runtime import compile_cmd
+    from runtime.cli import compile as compile_cmd
 
     path = common.write_fleet_config(scratch / "saltpan-conf", scratch, fleet)
     return compile_cmd.pillar_compiler(compile_cmd.load_opts(str(path)))

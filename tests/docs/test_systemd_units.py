@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from runtime import cli
+from runtime.cli import main as cli
 
 UNITS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "docs", "systemd")
 

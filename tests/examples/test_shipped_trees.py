@@ -22,7 +22,8 @@ from typing import Any
 import pytest
 import real_salt
 
-from runtime import compile_cmd, pipeline
+from runtime import pipeline
+from runtime.cli import compile as compile_cmd
 
 REPO = real_salt.REPO
 EXPECTED_DIR = real_salt.EXPECTED_DIR

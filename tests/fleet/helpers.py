@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from runtime.cli import main
+from runtime.cli.main import main
 
 
 def compile_cli(capsys: Any, root: Path, *argv: str) -> tuple[int, str, str]:

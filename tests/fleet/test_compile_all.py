@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from runtime.fleet_compile import MinionOutcome, Progress
+from runtime.cli.fleet_compile import MinionOutcome, Progress
 from tests.fleet.fixture import FLEET_SIZE, fleet_grains
 from tests.fleet.helpers import compile_cli, compile_json, read_dir
 
@@ -89,7 +89,7 @@ def test_failed_minions_are_summarised_with_file_and_line(fleet_repo: Path, caps
 
 
 def test_default_fleet_is_the_masters_grains_cache(tmp_path: Path, capsys) -> None:
-    from runtime.cli import main
+    from runtime.cli.main import main
     from runtime.master.datacache import SQLiteDataCache
     from tests.fleet.fixture import make_repo
 
@@ -105,7 +105,7 @@ def test_default_fleet_is_the_masters_grains_cache(tmp_path: Path, capsys) -> No
 
 
 def test_no_fleet_at_all_says_what_to_do(tmp_path: Path, capsys) -> None:
-    from runtime.cli import main
+    from runtime.cli.main import main
     from tests.fleet.fixture import make_repo
 
     make_repo(tmp_path)

@@ -129,8 +129,8 @@ def test_tracking_does_not_change_the_pillar(fleet_repo: Path) -> None:
 
 
 def test_a_pillar_override_is_the_last_contribution(fleet_repo: Path) -> None:
-    from runtime import explain
-    from runtime.masking import Masker
+    from runtime.cli import explain
+    from runtime.cli.masking import Masker
 
     opts = config_mod.load(str(fleet_repo / "saltpan.conf"))
     grains = {**fleet_grains()["db-0010"], "id": "db-0010"}

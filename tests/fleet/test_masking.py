@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from runtime.masking import PLACEHOLDER, Masker, mask_strings, redact
+from runtime.cli.masking import PLACEHOLDER, Masker, mask_strings, redact
 from tests.fleet.fixture import make_repo
 from tests.fleet.helpers import compile_cli, read_dir
 

@@ -8,7 +8,7 @@ import pytest
 
 from compiler.errors import CompileError
 from compiler.roots import LocalRoots
-from runtime.snapshot import SnapshotSource
+from runtime.cli.roots_snapshot import SnapshotSource
 
 
 class Counting(LocalRoots):

@@ -10,7 +10,7 @@ import sys
 import pytest
 import yaml
 
-from runtime.cli import main
+from runtime.cli.main import main
 from tests.unit.helpers import write_tree
 
 PROJECT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from runtime.plane_cmds import config_path, jid_to_time, key_lines
+from runtime.cli.plane import config_path, jid_to_time, key_lines
 
 
 def test_config_path_file_directory_and_default(tmp_path):
@@ -30,7 +30,7 @@ def test_jid_to_time():
 
 def test_call_exit_status_follows_the_retcode(capsys):
     """`saltpan call` exits 1 when a cmd.* command fails or test.retcode asks for it, as salt-call."""
-    from runtime import cli
+    from runtime.cli import main as cli
 
     assert cli.main(["call", "--local", "cmd.run", "exit 3"]) == 1
     assert cli.main(["call", "--local", "cmd.run", "echo fine"]) == 0
@@ -40,6 +40,6 @@ def test_call_exit_status_follows_the_retcode(capsys):
 
 
 def test_a_twenty_digit_jid_stays_text():
-    from runtime.call_cmd import parse_cli_args
+    from runtime.cli.call import parse_cli_args
 
     assert parse_cli_args(["20261122005921979262", "42", "x=7"]) == (["20261122005921979262", 42], {"x": 7})

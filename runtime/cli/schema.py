@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from runtime.masking import PLACEHOLDER, Masker, mask_strings
+from runtime.cli.masking import PLACEHOLDER, Masker, mask_strings
 
 
 class SchemaError(Exception):
@@ -132,7 +132,7 @@ def _violation(prefix: tuple, err: Any, schema_path: str, masker: Masker, pillar
 
 def locate(violations: list[Violation], tracked: Any, minion: str) -> None:
     """Fill in where each violating value came from, from a tracked PillarResult."""
-    from runtime import explain
+    from runtime.cli import explain
 
     for violation in violations:
         if not violation.path:

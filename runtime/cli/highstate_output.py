@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from runtime.output import nested, paint
+from runtime.cli.output import nested, paint
 
 
 def _color_for(ret: Mapping[str, Any]) -> str:

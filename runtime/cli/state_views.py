@@ -21,8 +21,8 @@ _SALT_FUN = {"top": "state.show_top", "highstate": "state.show_highstate", "lows
 def show(opts: Mapping[str, Any], minion_id: str, grains: Mapping[str, Any], what: str, out: str,
          masker: Any = None) -> int:
     """Print one state view; ``masker`` (runtime.masking.Masker) hides the pillar's secrets in it."""
-    from runtime import output
-    from runtime.compile_cmd import report_errors
+    from runtime.cli import output
+    from runtime.cli.compile import report_errors
 
     pillar_result = pipeline.compile_pillar(opts, minion_id, grains)
     if pillar_result.errors or pillar_result.pillar.get("_errors"):
@@ -39,7 +39,7 @@ def show(opts: Mapping[str, Any], minion_id: str, grains: Mapping[str, Any], wha
         return 1
     data = result.data
     if masker is not None:
-        from runtime.masking import mask_strings
+        from runtime.cli.masking import mask_strings
 
         data = mask_strings(data, masker.secrets(pillar_result.pillar))
     print(output.render(data, out, sys.stdout))

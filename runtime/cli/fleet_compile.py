@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TextIO
 
 from runtime import pipeline
-from runtime.masking import Masker, mask_strings
-from runtime.validate import SchemaSet, Violation, locate
+from runtime.cli.masking import Masker, mask_strings
+from runtime.cli.schema import SchemaSet, Violation, locate
 
 VIEWS = ("pillar", "top", "highstate", "lowstate")
 
@@ -87,7 +87,7 @@ class MinionCompiler:
         self.fleet = fleet
         self.request = request
         from compiler.roots import LocalRoots
-        from runtime.snapshot import SnapshotSource
+        from runtime.cli.roots_snapshot import SnapshotSource
 
         # one view of the trees for the whole run: each file read and each saltenv listed once
         pillar_source = SnapshotSource(LocalRoots(opts.get("pillar_roots") or {}))
@@ -119,7 +119,7 @@ class MinionCompiler:
         request = self.request
         pillar_result = None
         if request.target is not None:
-            from runtime import fleet as fleet_mod
+            from runtime.cli import fleet_source as fleet_mod
 
             # a pillar-based target: compile the pillar to know whether the minion is selected
             pillar_result = self.pillar_compiler.compile(minion_id, grains)
@@ -147,7 +147,7 @@ class MinionCompiler:
 
     def render(self, minion_id: str, compiled: Compiled) -> str:
         """The view in the requested format; human formats (nested, txt) with secrets masked."""
-        from runtime import output
+        from runtime.cli import output
 
         fmt = self.request.out or "json"
         data = compiled.view

@@ -21,7 +21,7 @@ from typing import Any
 
 from compiler import merge
 from compiler.pillar import Contribution, PillarResult
-from runtime.masking import Masker
+from runtime.cli.masking import Masker
 
 _MISSING = object()
 _TOP_LEVEL_REPLACE = ("aggregate", "overwrite")
@@ -251,7 +251,7 @@ def to_data(expl: Explanation, masker: Masker) -> dict[str, Any]:
 
 
 def to_text(expl: Explanation, masker: Masker) -> str:
-    from runtime.output import to_json
+    from runtime.cli.output import to_json
 
     def show(path: tuple, value: Any, limit: int = 240) -> str:
         if value is _MISSING:

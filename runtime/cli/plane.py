@@ -83,8 +83,8 @@ def _reexec_lean_minion(opts: dict[str, Any]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from runtime import output
-    from runtime.call_cmd import parse_cli_args
+    from runtime.cli import output
+    from runtime.cli.call import parse_cli_args
     from runtime.client import ClientError, JobResult, LocalClient
 
     try:
@@ -121,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
                 static[minion_id] = ret
                 continue
             if fmt == "highstate" and state_run:
-                from runtime.highstate_output import format_state_run
+                from runtime.cli.highstate_output import format_state_run
 
                 text, ok = format_state_run(minion_id, ret, color=color, verbose=bool(opts.get("state_verbose", True)))
                 print(text, flush=True)
@@ -358,7 +358,7 @@ def job_instance(jid: str, job: dict[str, Any]) -> dict[str, Any]:
 
 
 def jobs(args: argparse.Namespace) -> int:
-    from runtime import output
+    from runtime.cli import output
     from runtime.master.jobcache import SQLiteJobCache
 
     try:

@@ -38,7 +38,7 @@ def _compile_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _run_compile(args: argparse.Namespace) -> int:
-    from runtime import compile_cmd
+    from runtime.cli import compile as compile_cmd
 
     return compile_cmd.run(args)
 
@@ -55,7 +55,7 @@ def _call_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _run_call(args: argparse.Namespace) -> int:
-    from runtime import call_cmd
+    from runtime.cli import call as call_cmd
 
     return call_cmd.run(args)
 
@@ -66,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     _compile_parser(sub)
     _call_parser(sub)
-    from runtime import plane_cmds
+    from runtime.cli import plane as plane_cmds
 
     plane_cmds.register(sub, OUTPUTS)
     return parser

@@ -33,7 +33,7 @@ def load_opts(config_path: str | None, role: str = "minion") -> dict[str, Any]:
 
 def fleet_grains(opts: Mapping[str, Any], minion_id: str, fleet: str | None = None) -> dict[str, Any]:
     """Grains of minion_id from a fleet source (file or directory), if it has them."""
-    from runtime import fleet as fleet_mod
+    from runtime.cli import fleet_source as fleet_mod
 
     source = fleet or opts.get("fleet_file")
     if fleet and not os.path.exists(fleet):
@@ -72,7 +72,8 @@ def pillar_compiler(opts: Mapping[str, Any]):
 
 
 def run(args: argparse.Namespace) -> int:
-    from runtime import fleet_cmd, output
+    from runtime.cli import fleet as fleet_cmd
+    from runtime.cli import output
 
     if fleet_cmd.wants_fleet(args):
         return fleet_cmd.run(args)
@@ -106,14 +107,14 @@ def run(args: argparse.Namespace) -> int:
             print(f"note: minion {minion_id!r} has no grains here (not in the fleet file, no --grains): templates "
                   "that read grains fail; pass --grains FILE or --fleet SOURCE", file=sys.stderr)
         return 1 if result.errors else 0
-    from runtime import state_cmd
+    from runtime.cli import state_views as state_cmd
 
     return state_cmd.show(opts, minion_id, grains, show, out, masker if masker.active else None)
 
 
 def masker_for(opts: Mapping[str, Any], out: str, unmask: bool):
     """Secrets are masked in human output (nested, txt) unless --unmask; json/yaml print real values."""
-    from runtime.masking import Masker
+    from runtime.cli.masking import Masker
 
     return Masker.from_opts(opts, unmask or out not in ("nested", "txt"))
 

@@ -85,7 +85,8 @@ def state_failed(result: Any) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    from runtime import modules, output
+    from runtime import modules
+    from runtime.cli import output
     from runtime.log_setup import setup as setup_logging
 
     setup_logging(args.log_level or "warning", None)
@@ -120,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
     if fmt == "json":
         print(json.dumps({"local": result}, indent=4, default=str))
     elif fmt == "highstate" and fun in STATE_FUNCS:
-        from runtime.highstate_output import format_state_run
+        from runtime.cli.highstate_output import format_state_run
 
         text, _ok = format_state_run("local", result, color=output.use_color(sys.stdout),
                                      verbose=bool(opts.get("state_verbose", True)))

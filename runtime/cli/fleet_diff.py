@@ -29,8 +29,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from runtime.fleet_compile import FleetRequest, MinionCompiler, MinionOutcome, minion_grains
-from runtime.masking import Masker, mask_strings, redact
+from runtime.cli.fleet_compile import FleetRequest, MinionCompiler, MinionOutcome, minion_grains
+from runtime.cli.masking import Masker, mask_strings, redact
 
 ROOT_KEYS = ("pillar_roots", "file_roots")
 _ABSENT = object()
@@ -337,7 +337,7 @@ class DiffRunner:
         return MinionOutcome(minion_id, diff=diff)
 
     def _selected(self, minion_id: str, grains: Mapping[str, Any], pillar: Mapping[str, Any]) -> bool:
-        from runtime import fleet as fleet_mod
+        from runtime.cli import fleet_source as fleet_mod
 
         assert self.target is not None
         tgt, tgt_type = self.target
@@ -356,7 +356,7 @@ def summary(outcomes: list[MinionOutcome]) -> list[tuple[str, int]]:
 
 
 def _show(value: Any, absent: bool, limit: int = 160) -> str:
-    from runtime.output import to_json
+    from runtime.cli.output import to_json
 
     if absent:
         return "(absent)"

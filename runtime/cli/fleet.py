@@ -14,8 +14,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from runtime import compile_cmd
-from runtime.compile_cmd import UsageError
+from runtime.cli import compile as compile_cmd
+from runtime.cli.compile import UsageError
 from runtime.config import ConfigError
 
 
@@ -72,7 +72,7 @@ def check_flags(args: argparse.Namespace) -> None:
 
 def load_fleet(args: argparse.Namespace, opts: Mapping[str, Any]) -> tuple[dict[str, dict[str, Any]], str]:
     """The fleet's grains and a name for where they came from: --fleet, else fleet_file, else the master's cache."""
-    from runtime import fleet as fleet_mod
+    from runtime.cli import fleet_source as fleet_mod
 
     try:
         if args.fleet:
@@ -91,7 +91,7 @@ def select(args: argparse.Namespace, opts: Mapping[str, Any]
            ) -> tuple[list[str], dict[str, dict[str, Any]], tuple[str, str] | None]:
     """(minion ids, {id: grains}, the target when it must be matched against each compiled pillar)."""
     from compiler.match import MatchError
-    from runtime import fleet as fleet_mod
+    from runtime.cli import fleet_source as fleet_mod
 
     if not args.all:
         minion_id = args.minion or opts.get("id")
@@ -122,7 +122,7 @@ def select(args: argparse.Namespace, opts: Mapping[str, Any]
 
 
 def _jobs(args: argparse.Namespace, count: int) -> int:
-    from runtime.fleet_compile import default_jobs
+    from runtime.cli.fleet_compile import default_jobs
 
     return min(args.jobs or default_jobs(), max(1, count))
 
@@ -137,15 +137,15 @@ def _report_errors(outcomes: list) -> None:
 
 def compile_all(args: argparse.Namespace, opts: dict[str, Any], minions: list[str],
                 fleet: dict[str, dict[str, Any]], pillar_target: tuple[str, str] | None) -> int:
-    from runtime import output
-    from runtime.fleet_compile import (
+    from runtime.cli import output
+    from runtime.cli.fleet_compile import (
         FleetRequest,
         MinionCompiler,
         Progress,
         run_all,
         unsafe_file_name,
     )
-    from runtime.validate import SchemaError, SchemaSet
+    from runtime.cli.schema import SchemaError, SchemaSet
 
     fmt = args.out or ("json" if args.out_dir else "nested")
     schemas = None
@@ -214,7 +214,7 @@ def compile_all(args: argparse.Namespace, opts: dict[str, Any], minions: list[st
 
 
 def print_violations(outcomes: list, fmt: str) -> None:
-    from runtime import output
+    from runtime.cli import output
 
     if fmt in ("json", "yaml"):
         data = {"violations": {o.minion: [v.to_dict() for v in o.violations] for o in outcomes if o.violations},
@@ -236,9 +236,10 @@ def print_violations(outcomes: list, fmt: str) -> None:
 # -- --explain -------------------------------------------------------------------------
 
 def explain(args: argparse.Namespace, opts: dict[str, Any]) -> int:
-    from runtime import explain as explain_mod
-    from runtime import output, pipeline
-    from runtime.masking import Masker
+    from runtime import pipeline
+    from runtime.cli import explain as explain_mod
+    from runtime.cli import output
+    from runtime.cli.masking import Masker
 
     minion_id = args.minion or opts.get("id")
     if not minion_id:
@@ -266,8 +267,8 @@ def diff(args: argparse.Namespace, opts: dict[str, Any], minions: list[str], fle
          pillar_target: tuple[str, str] | None) -> int:
     import contextlib
 
-    from runtime import fleet_diff, output
-    from runtime.fleet_compile import Progress, run_all
+    from runtime.cli import fleet_diff, output
+    from runtime.cli.fleet_compile import Progress, run_all
 
     compare_states = (args.show or "lowstate") != "pillar"
     try:

@@ -1,0 +1,1 @@
+"""The `saltpan` command line (entry point: ``runtime.cli.main:main``)."""
