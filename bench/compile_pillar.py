@@ -108,8 +108,8 @@ def cli_workload(fleet: common.Fleet, scratch: Path, saltpan_bin: Path) -> dict[
     if shipped_top.exists():
         minion_id = "web01"
         probe = common.run_process([sys.executable, "-c", (
-            "import json; from runtime import config; from runtime.cli import compile as compile_cmd; o = config.shipped('minion'); "
-            f"g = compile_cmd.minion_grains(o, {minion_id!r}, None); "
+            "import json; from runtime import config; from runtime.cli.compile_inputs import minion_grains; o = config.shipped('minion'); "
+            f"g = minion_grains(o, {minion_id!r}, None); "
             "print(json.dumps({'grains': g, 'pillar_roots': o['pillar_roots'], 'file_roots': o['file_roots'], "
             "'nodegroups': o.get('nodegroups') or {}}, default=str))")], cwd=str(common.REPO_DIR))
         if probe.returncode != 0:

@@ -26,10 +26,10 @@ import common  # noqa: E402
 def build(fleet: common.Fleet, scratch: Path):
     """opts, pillar compiler and state compiler, from a config naming the fleet's trees."""
     from runtime import pipeline
-    from runtime.cli import compile as compile_cmd
+    from runtime.cli.options import offline_config
 
-    opts = compile_cmd.load_opts(str(common.write_fleet_config(scratch / "saltpan-conf", scratch, fleet)))
-    return opts, compile_cmd.pillar_compiler(opts), pipeline.state_compiler(opts)
+    opts = offline_config(str(common.write_fleet_config(scratch / "saltpan-conf", scratch, fleet)))
+    return opts, pipeline.pillar_compiler(opts), pipeline.state_compiler(opts)
 
 
 def compile_all(opts, pillar_compiler, state_compiler, minions, sample: set[str]) -> tuple[int, dict]:

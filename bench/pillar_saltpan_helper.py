@@ -25,10 +25,11 @@ import common  # noqa: E402
 
 def build_compiler(fleet: common.Fleet, scratch: Path):
     """The compiler ``saltpan compile --config`` builds, from a config naming the fleet's trees."""
-    from runtime.cli import compile as compile_cmd
+    from runtime import pipeline
+    from runtime.cli.options import offline_config
 
     path = common.write_fleet_config(scratch / "saltpan-conf", scratch, fleet)
-    return compile_cmd.pillar_compiler(compile_cmd.load_opts(str(path)))
+    return pipeline.pillar_compiler(offline_config(str(path)))
 
 
 def compile_all(compiler, minions, sample: set[str]) -> tuple[int, dict]:

@@ -5,47 +5,24 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import re
 import socket
 import sys
 from typing import Any
 
-from runtime import config as config_mod
+from runtime.cli.options import OUTPUTS, add_log_level, add_out, offline_config, parse_fun_args
 from runtime.config import ConfigError
-
-_KWARG = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
-STATE_FUNCS = {"state.apply", "state.highstate", "state.sls", "state.single"}
+from runtime.state_returns import STATE_FUNCTIONS, state_retcode
 
 
-def yamlify(value: str) -> Any:
-    """Salt's CLI argument parsing: numbers, booleans, lists and dicts are YAML; the rest stays text."""
-    import yaml
-
-    if not value or value.strip() != value and " " in value:
-        return value
-    try:
-        parsed = yaml.safe_load(value)
-    except yaml.YAMLError:
-        return value
-    if parsed is None and value.strip().lower() not in ("null", "none", "~"):
-        return value
-    if isinstance(parsed, int) and not isinstance(parsed, bool) and not -2**63 <= parsed < 2**64:
-        return value  # a 20-digit jid: an int this large cannot travel in msgpack, and means the text
-    if isinstance(parsed, (int, float, bool, list, dict)) or parsed is None:
-        return parsed
-    return value
-
-
-def parse_cli_args(words: list[str]) -> tuple[list[Any], dict[str, Any]]:
-    args: list[Any] = []
-    kwargs: dict[str, Any] = {}
-    for word in words:
-        found = _KWARG.match(word)
-        if found:
-            kwargs[found.group(1)] = yamlify(found.group(2))
-        else:
-            args.append(yamlify(word))
-    return args, kwargs
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("call", help="run an execution function on this host (masterless with --local)")
+    p.add_argument("--config", "-c", help="minion config file (default: the shipped example trees)")
+    p.add_argument("--local", action="store_true", help="masterless: files and pillar from the local roots")
+    add_out(p, (*OUTPUTS, "highstate"), help="outputter (default: highstate for states)")
+    add_log_level(p, help="log level (default warning)")
+    p.add_argument("fun", help="module.function, e.g. state.apply, test.ping, grains.items")
+    p.add_argument("args", nargs=argparse.REMAINDER, help="arguments and key=value keyword arguments")
+    p.set_defaults(func=run)
 
 
 def masterless_env(opts: dict[str, Any], need_pillar: bool):
@@ -76,14 +53,6 @@ def masterless_env(opts: dict[str, Any], need_pillar: bool):
     return env
 
 
-def state_failed(result: Any) -> bool:
-    if isinstance(result, list):
-        return True
-    if isinstance(result, dict):
-        return any(isinstance(r, dict) and r.get("result") is False for r in result.values())
-    return False
-
-
 def run(args: argparse.Namespace) -> int:
     from runtime import modules
     from runtime.cli import output
@@ -91,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
 
     setup_logging(args.log_level or "warning", None)
     try:
-        opts = config_mod.load(args.config, "minion") if args.config else config_mod.shipped("minion")
+        opts = offline_config(args.config, "minion")
     except ConfigError as exc:
         print(f"saltpan call: {exc}", file=sys.stderr)
         return 2
@@ -101,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     opts["file_client"] = "local"
     fun = args.fun
-    fun_args, fun_kwargs = parse_cli_args(args.args)
+    fun_args, fun_kwargs = parse_fun_args(args.args)
     try:
         modules.lookup(fun)
     except modules.FunctionNotFound as exc:
@@ -117,10 +86,10 @@ def run(args: argparse.Namespace) -> int:
         logging.getLogger(__name__).debug("call failed", exc_info=True)
         print(f"Error running '{fun}': {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
-    fmt = args.out or ("highstate" if fun in STATE_FUNCS else "nested")
+    fmt = args.out or ("highstate" if fun in STATE_FUNCTIONS else "nested")
     if fmt == "json":
         print(json.dumps({"local": result}, indent=4, default=str))
-    elif fmt == "highstate" and fun in STATE_FUNCS:
+    elif fmt == "highstate" and fun in STATE_FUNCTIONS:
         from runtime.cli.highstate_output import format_state_run
 
         text, _ok = format_state_run("local", result, color=output.use_color(sys.stdout),
@@ -128,8 +97,6 @@ def run(args: argparse.Namespace) -> int:
         print(text)
     else:
         print(output.render(result, "nested" if fmt == "highstate" else fmt, sys.stdout, label="local"))
-    if fun in STATE_FUNCS:
-        if isinstance(result, list):
-            return 1
-        return 2 if state_failed(result) else 0
+    if fun in STATE_FUNCTIONS:
+        return state_retcode(result)
     return 1 if env.retcode else 0  # cmd.* whose command failed, test.retcode N: as salt-call

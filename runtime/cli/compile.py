@@ -1,84 +1,54 @@
-"""`saltpan compile`: pillar, top, highstate or lowstate for one minion, offline."""
+"""`saltpan compile`: pillar, top, highstate or lowstate for one minion, offline.
+
+With the fleet flags (--all, --target, --explain, --diff/--diff-to, --validate, --out-dir) the
+work is ``runtime.cli.fleet``'s; the state views are ``runtime.cli.state_views``'.
+"""
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Mapping
 from typing import Any
 
-from runtime import config as config_mod
+from runtime.cli.compile_inputs import minion_grains, report_errors
+from runtime.cli.options import OUTPUTS, UsageError, add_out, add_target_flags, offline_config
 from runtime.config import ConfigError
 
 
-class UsageError(Exception):
-    """A bad command line or input file, reported without a traceback."""
-
-
-def read_data_file(path: str, what: str) -> dict[str, Any]:
-    data = config_mod.load_data_file(path, what, UsageError)
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise UsageError(f"{path}: a {what} file must be a mapping, got {type(data).__name__}")
-    return data
-
-
-def load_opts(config_path: str | None, role: str = "minion") -> dict[str, Any]:
-    if config_path:
-        return config_mod.load(config_path, role)
-    return config_mod.shipped(role)
-
-
-def fleet_grains(opts: Mapping[str, Any], minion_id: str, fleet: str | None = None) -> dict[str, Any]:
-    """Grains of minion_id from a fleet source (file or directory), if it has them."""
-    from runtime.cli import fleet_source as fleet_mod
-
-    source = fleet or opts.get("fleet_file")
-    if fleet and not os.path.exists(fleet):
-        raise UsageError(f"fleet source {fleet} does not exist")
-    if not source or not os.path.exists(source):
-        return {}
-    try:
-        minions = fleet_mod.load_fleet(source)
-    except fleet_mod.FleetError as exc:
-        raise UsageError(str(exc)) from None
-    if minion_id not in minions:
-        if fleet:
-            raise UsageError(f"minion {minion_id!r} is not in the fleet {source} "
-                             f"(it has {len(minions)} minions, e.g. {', '.join(sorted(minions)[:3])})")
-        return {}
-    return dict(minions[minion_id] or {})
-
-
-def minion_grains(opts: Mapping[str, Any], minion_id: str, grains_file: str | None,
-                  fleet: str | None = None) -> dict[str, Any]:
-    grains: dict[str, Any] = {}
-    grains.update(fleet_grains(opts, minion_id, fleet))
-    grains.update(opts.get("grains") or {})
-    if opts.get("grains_file") and os.path.exists(opts["grains_file"]):
-        grains.update(read_data_file(opts["grains_file"], "grains"))
-    if grains_file:
-        grains.update(read_data_file(grains_file, "grains"))
-    grains["id"] = minion_id
-    return grains
-
-
-def pillar_compiler(opts: Mapping[str, Any]):
-    from runtime import pipeline
-
-    return pipeline.pillar_compiler(opts)
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("compile", help="compile pillar / top / highstate / lowstate for a minion, offline")
+    p.add_argument("--config", "-c", help="Salt-style config file (default: the shipped example trees)")
+    p.add_argument("--minion", "-m", help="minion id to compile for")
+    p.add_argument("--grains", help="YAML/JSON file of grains for the minion")
+    p.add_argument("--fleet", help="fleet file or directory: the minions of --all, the grains of --minion")
+    p.add_argument("--show", choices=["pillar", "top", "highstate", "lowstate"], default=None,
+                   help="what to print (default pillar)")
+    p.add_argument("--saltenv", help="restrict states to this environment")
+    p.add_argument("--pillarenv", help="compile pillar from this environment only")
+    add_out(p, OUTPUTS, help="output format (default nested; json for --out-dir)")
+    fleet = p.add_argument_group("fleet tools (docs/fleet.md)")
+    fleet.add_argument("--all", action="store_true", help="compile every minion of the fleet, in parallel")
+    fleet.add_argument("--target", help="with --all: only the minions this target matches (glob unless -G/-C/...)")
+    add_target_flags(fleet, lambda tgt_type: f"--target is a target of type {tgt_type}")
+    fleet.add_argument("--out-dir", help="write one file per minion into this directory")
+    fleet.add_argument("--jobs", "-j", type=int, help="worker processes (default: one per core)")
+    fleet.add_argument("--explain", metavar="KEY", help="where the pillar value KEY (e.g. nginx:port) comes from")
+    fleet.add_argument("--diff", metavar="REV", help="compare with the roots at git revision REV")
+    fleet.add_argument("--diff-to", metavar="DIR", help="compare with another copy of the roots in DIR")
+    fleet.add_argument("--validate", action="store_true", help="check the pillar against pillar_schema")
+    fleet.add_argument("--unmask", action="store_true", help="show secret values (pillar_mask_patterns)")
+    p.set_defaults(func=run, tgt_type=None)
 
 
 def run(args: argparse.Namespace) -> int:
-    from runtime.cli import fleet as fleet_cmd
-    from runtime.cli import output
+    from runtime import pipeline
+    from runtime.cli import fleet, output
 
-    if fleet_cmd.wants_fleet(args):
-        return fleet_cmd.run(args)
+    if fleet.wants_fleet(args):
+        return fleet.run(args)
     try:
-        opts = load_opts(args.config)
+        opts = offline_config(args.config)
         if args.saltenv:
             opts["saltenv"] = args.saltenv
         if args.pillarenv:
@@ -100,25 +70,20 @@ def run(args: argparse.Namespace) -> int:
         print(f"saltpan compile: {exc}", file=sys.stderr)
         return 2
     if show == "pillar":
-        result = pillar_compiler(opts).compile(minion_id, grains)
+        result = pipeline.pillar_compiler(opts).compile(minion_id, grains)
         print(output.render(masker.mask(result.pillar), out, sys.stdout))
         report_errors(result.errors)
         if result.errors and set(grains) == {"id"}:
             print(f"note: minion {minion_id!r} has no grains here (not in the fleet file, no --grains): templates "
                   "that read grains fail; pass --grains FILE or --fleet SOURCE", file=sys.stderr)
         return 1 if result.errors else 0
-    from runtime.cli import state_views as state_cmd
+    from runtime.cli import state_views
 
-    return state_cmd.show(opts, minion_id, grains, show, out, masker if masker.active else None)
+    return state_views.show(opts, minion_id, grains, show, out, masker if masker.active else None)
 
 
-def masker_for(opts: Mapping[str, Any], out: str, unmask: bool):
+def masker_for(opts: Mapping[str, Any], out: str, unmask: bool) -> Any:
     """Secrets are masked in human output (nested, txt) unless --unmask; json/yaml print real values."""
     from runtime.cli.masking import Masker
 
     return Masker.from_opts(opts, unmask or out not in ("nested", "txt"))
-
-
-def report_errors(errors: list) -> None:
-    for err in errors:
-        print(f"error: {err}", file=sys.stderr)

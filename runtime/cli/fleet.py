@@ -14,8 +14,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from runtime.cli import compile as compile_cmd
-from runtime.cli.compile import UsageError
+from runtime.cli.compile_inputs import minion_grains, report_errors
+from runtime.cli.options import UsageError, offline_config
 from runtime.config import ConfigError
 
 
@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     diffing = bool(args.diff or args.diff_to)
     try:
         check_flags(args)
-        opts = compile_cmd.load_opts(args.config)
+        opts = offline_config(args.config)
         if args.saltenv:
             opts["saltenv"] = args.saltenv
         if args.pillarenv:
@@ -81,7 +81,7 @@ def load_fleet(args: argparse.Namespace, opts: Mapping[str, Any]) -> tuple[dict[
             return fleet_mod.load_fleet(args.fleet), args.fleet
         if opts.get("fleet_file") and os.path.exists(opts["fleet_file"]):
             return fleet_mod.load_fleet(opts["fleet_file"]), opts["fleet_file"]
-        master_opts = compile_cmd.load_opts(args.config, "master")
+        master_opts = offline_config(args.config, "master")
         return fleet_mod.load_cache_fleet(master_opts["cachedir"]), "the master's minion data cache"
     except fleet_mod.FleetError as exc:
         raise UsageError(str(exc)) from None
@@ -97,7 +97,7 @@ def select(args: argparse.Namespace, opts: Mapping[str, Any]
         minion_id = args.minion or opts.get("id")
         if not minion_id:
             raise UsageError("give --all (every minion of the fleet) or --minion ID")
-        grains = compile_cmd.minion_grains(opts, minion_id, args.grains, args.fleet)
+        grains = minion_grains(opts, minion_id, args.grains, args.fleet)
         return [minion_id], {minion_id: grains}, None
     if args.grains:
         raise UsageError("--grains gives one minion's grains; with --all the grains come from the fleet")
@@ -250,14 +250,14 @@ def explain(args: argparse.Namespace, opts: dict[str, Any]) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     opts["id"] = minion_id
-    grains = compile_cmd.minion_grains(opts, minion_id, args.grains, args.fleet)
+    grains = minion_grains(opts, minion_id, args.grains, args.fleet)
     result = pipeline.pillar_compiler(opts).compile(minion_id, grains, track=True)
     expl = explain_mod.explain(result, minion_id, key)
     if args.out in ("json", "yaml"):
         print(output.render(explain_mod.to_data(expl, masker), args.out, sys.stdout))
     else:
         print(explain_mod.to_text(expl, masker))
-    compile_cmd.report_errors(result.errors)
+    report_errors(result.errors)
     return 0 if expl.found else 1
 
 

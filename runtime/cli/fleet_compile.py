@@ -37,7 +37,7 @@ class MinionOutcome:
     data: Any = None
     text: str | None = None  # the data rendered in the requested format
     violations: list[Violation] = field(default_factory=list)
-    diff: Any = None  # runtime.fleet_diff.MinionDiff
+    diff: Any = None  # runtime.cli.fleet_diff.MinionDiff
     seconds: float = 0.0
 
     @property

@@ -1,74 +1,27 @@
-"""The `saltpan` command line. Subcommands import what they need lazily, to start fast."""
+"""The `saltpan` command line: the parser of every command, and the entry point.
+
+Each command's module (``compile``, ``call``, ``plane``: master, minion, swarm, run, key, event,
+jobs, minions) registers its parser; shared options are ``runtime.cli.options``'.  Commands
+import what they need when they run, to start fast.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-OUTPUTS = ["json", "yaml", "nested", "txt"]
-
-
-def _compile_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("compile", help="compile pillar / top / highstate / lowstate for a minion, offline")
-    p.add_argument("--config", "-c", help="Salt-style config file (default: the shipped example trees)")
-    p.add_argument("--minion", "-m", help="minion id to compile for")
-    p.add_argument("--grains", help="YAML/JSON file of grains for the minion")
-    p.add_argument("--fleet", help="fleet file or directory: the minions of --all, the grains of --minion")
-    p.add_argument("--show", choices=["pillar", "top", "highstate", "lowstate"], default=None,
-                   help="what to print (default pillar)")
-    p.add_argument("--saltenv", help="restrict states to this environment")
-    p.add_argument("--pillarenv", help="compile pillar from this environment only")
-    p.add_argument("--out", choices=OUTPUTS, default=None, help="output format (default nested; json for --out-dir)")
-    fleet = p.add_argument_group("fleet tools (docs/fleet.md)")
-    fleet.add_argument("--all", action="store_true", help="compile every minion of the fleet, in parallel")
-    fleet.add_argument("--target", help="with --all: only the minions this target matches (glob unless -G/-C/...)")
-    kinds = fleet.add_mutually_exclusive_group()
-    for tgt_type, flag in {"grain": "-G", "compound": "-C", "pcre": "-E", "list": "-L", "pillar": "-I",
-                           "grain_pcre": "-P", "nodegroup": "-N", "ipcidr": "-S"}.items():
-        kinds.add_argument(flag, dest="tgt_type", action="store_const", const=tgt_type,
-                           help=f"--target is a target of type {tgt_type}")
-    fleet.add_argument("--out-dir", help="write one file per minion into this directory")
-    fleet.add_argument("--jobs", "-j", type=int, help="worker processes (default: one per core)")
-    fleet.add_argument("--explain", metavar="KEY", help="where the pillar value KEY (e.g. nginx:port) comes from")
-    fleet.add_argument("--diff", metavar="REV", help="compare with the roots at git revision REV")
-    fleet.add_argument("--diff-to", metavar="DIR", help="compare with another copy of the roots in DIR")
-    fleet.add_argument("--validate", action="store_true", help="check the pillar against pillar_schema")
-    fleet.add_argument("--unmask", action="store_true", help="show secret values (pillar_mask_patterns)")
-    p.set_defaults(func=_run_compile, tgt_type=None)
-
-
-def _run_compile(args: argparse.Namespace) -> int:
-    from runtime.cli import compile as compile_cmd
-
-    return compile_cmd.run(args)
-
-
-def _call_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("call", help="run an execution function on this host (masterless with --local)")
-    p.add_argument("--config", "-c", help="minion config file (default: the shipped example trees)")
-    p.add_argument("--local", action="store_true", help="masterless: files and pillar from the local roots")
-    p.add_argument("--out", choices=OUTPUTS + ["highstate"], help="outputter (default: highstate for states)")
-    p.add_argument("-l", "--log-level", dest="log_level", default=None, help="log level (default warning)")
-    p.add_argument("fun", help="module.function, e.g. state.apply, test.ping, grains.items")
-    p.add_argument("args", nargs=argparse.REMAINDER, help="arguments and key=value keyword arguments")
-    p.set_defaults(func=_run_call)
-
-
-def _run_call(args: argparse.Namespace) -> int:
-    from runtime.cli import call as call_cmd
-
-    return call_cmd.run(args)
+from runtime.cli.options import TARGET_FLAGS
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from runtime.cli import call, compile, plane
+
     parser = argparse.ArgumentParser(prog="saltpan", description="Salt-compatible pillar/state compiler and runner")
     parser.add_argument("--version", action="version", version="saltpan 0.1.0")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    _compile_parser(sub)
-    _call_parser(sub)
-    from runtime.cli import plane as plane_cmds
-
-    plane_cmds.register(sub, OUTPUTS)
+    compile.register(sub)
+    call.register(sub)
+    plane.register(sub)
     return parser
 
 
@@ -105,8 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     argv = hoist_options(argv, "call", {"--config", "-c", "--out", "-l", "--log-level"}, {"--local"})
     argv = hoist_options(argv, "run", {"--config", "-c", "--out", "-l", "--log-level", "--timeout", "-t",
-                                       "--gather-job-timeout"},
-                         {"--async", "--static", "-E", "-L", "-G", "-P", "-I", "-C", "-N", "-S"})
+                                       "--gather-job-timeout"}, {"--async", "--static", *TARGET_FLAGS.values()})
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

@@ -1,6 +1,6 @@
 """Outputters: json, yaml, nested (Salt's default human format), txt.
 
-The highstate outputter lives in ``runtime.highstate_output``.
+The highstate outputter lives in ``runtime.cli.highstate_output``.
 """
 
 from __future__ import annotations

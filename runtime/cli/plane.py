@@ -8,34 +8,21 @@ import os
 import sys
 from typing import Any
 
-from runtime import config as config_mod
+from runtime.cli.options import (
+    OUTPUTS,
+    add_config,
+    add_log_level,
+    add_out,
+    add_target_flags,
+    parse_fun_args,
+    plane_config,
+)
 from runtime.config import ConfigError
-
-TGT_FLAGS = {"pcre": "-E", "list": "-L", "grain": "-G", "grain_pcre": "-P", "pillar": "-I", "compound": "-C",
-             "nodegroup": "-N", "ipcidr": "-S"}
-STATE_FUNS = {"state.apply", "state.highstate", "state.sls", "state.single"}
-
-
-DEFAULT_CONFIG_DIR = "/etc/saltpan"
-
-
-def config_path(given: str | None, role: str, default_dir: str = DEFAULT_CONFIG_DIR) -> str | None:
-    """The config file for ``role``: ``-c FILE``; ``-c DIR`` reads ``DIR/<role>`` (what Salt's -c
-    means); without -c, ``/etc/saltpan/<role>`` when it exists (as Salt reads /etc/salt/master)."""
-    import os
-
-    if given:
-        return os.path.join(given, role) if os.path.isdir(given) else given
-    default = os.path.join(default_dir, role)
-    return default if os.path.isfile(default) else None
+from runtime.state_returns import STATE_FUNCTIONS
 
 
 def _opts(args: argparse.Namespace, role: str) -> dict[str, Any]:
-    opts = config_mod.load(config_path(args.config, role), role)
-    level = getattr(args, "log_level", None)
-    if level:
-        opts["log_level"] = level
-    return opts
+    return plane_config(args, role)
 
 
 def _fail(command: str, exc: Exception) -> int:
@@ -54,7 +41,7 @@ def master(args: argparse.Namespace) -> int:
 
 
 def minion(args: argparse.Namespace) -> int:
-    from runtime.lean_asyncio import lean_minion_imports
+    from runtime.minion.lean_imports import lean_minion_imports
 
     lean_minion_imports()
     try:
@@ -84,14 +71,13 @@ def _reexec_lean_minion(opts: dict[str, Any]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from runtime.cli import output
-    from runtime.cli.call import parse_cli_args
     from runtime.client import ClientError, JobResult, LocalClient
 
     try:
         opts = _opts(args, "master")
     except ConfigError as exc:
         return _fail("run", exc)
-    fun_args, fun_kwargs = parse_cli_args(args.args)
+    fun_args, fun_kwargs = parse_fun_args(args.args)
     tgt: Any = args.tgt
     if args.tgt_type == "list" and isinstance(tgt, str):
         tgt = [t.strip() for t in tgt.split(",") if t.strip()]
@@ -102,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"Executed command with job ID: {published.jid}")
             return 0
         color = output.use_color(sys.stdout)
-        state_run = args.fun in STATE_FUNS
+        state_run = args.fun in STATE_FUNCTIONS
         fmt = args.out or ("highstate" if state_run else "nested")
         static: dict[str, Any] = {}
         failed_states = False
@@ -442,7 +428,7 @@ def swarm(args: argparse.Namespace) -> int:
         opts = _opts(args, "minion")
     except ConfigError as exc:
         return _fail("swarm", exc)
-    from runtime.lean_asyncio import lean_minion_imports
+    from runtime.minion.lean_imports import lean_minion_imports
 
     lean_minion_imports()
     from runtime.minion import swarm as swarm_mod
@@ -450,11 +436,10 @@ def swarm(args: argparse.Namespace) -> int:
     return swarm_mod.run(opts, int(args.count), args.prefix)
 
 
-def register(sub: argparse._SubParsersAction, outputs: list[str]) -> None:
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--config", "-c", help=f"config file, or a directory holding one named after the role "
-                                               f"(default {DEFAULT_CONFIG_DIR}/<master|minion> when it exists)")
-        p.add_argument("-l", "--log-level", dest="log_level", help="log level")
+        add_config(p)
+        add_log_level(p)
 
     p = sub.add_parser("master", help="run the master daemon")
     common(p)
@@ -472,9 +457,7 @@ def register(sub: argparse._SubParsersAction, outputs: list[str]) -> None:
 
     p = sub.add_parser("run", help="run a function on targeted minions through the master")
     common(p)
-    group = p.add_mutually_exclusive_group()
-    for tgt_type, flag in TGT_FLAGS.items():
-        group.add_argument(flag, dest="tgt_type", action="store_const", const=tgt_type, help=f"{tgt_type} target")
+    add_target_flags(p)
     p.set_defaults(tgt_type="glob")
     p.add_argument("--timeout", "-t", type=float, default=5.0, help="seconds to wait for returns (default 5)")
     p.add_argument("--gather-job-timeout", dest="gather_job_timeout", type=float, default=None,
@@ -482,7 +465,7 @@ def register(sub: argparse._SubParsersAction, outputs: list[str]) -> None:
                         "has passed (config gather_job_timeout, default 3)")
     p.add_argument("--async", dest="run_async", action="store_true", help="print the job id and return")
     p.add_argument("--static", action="store_true", help="print all returns together at the end")
-    p.add_argument("--out", choices=outputs + ["highstate"], help="outputter")
+    add_out(p, (*OUTPUTS, "highstate"))
     p.add_argument("tgt")
     p.add_argument("fun")
     p.add_argument("args", nargs=argparse.REMAINDER)
@@ -523,7 +506,7 @@ def register(sub: argparse._SubParsersAction, outputs: list[str]) -> None:
     p.add_argument("jid", nargs="?")
     p.add_argument("--limit", type=int, default=50)
     p.add_argument("--timeout", type=float, default=5.0)
-    p.add_argument("--out", choices=outputs)
+    add_out(p)
     p.set_defaults(func=jobs)
 
     p = sub.add_parser("minions", help="accepted minions, with --status up/down/pending")

@@ -20,9 +20,9 @@ _SALT_FUN = {"top": "state.show_top", "highstate": "state.show_highstate", "lows
 
 def show(opts: Mapping[str, Any], minion_id: str, grains: Mapping[str, Any], what: str, out: str,
          masker: Any = None) -> int:
-    """Print one state view; ``masker`` (runtime.masking.Masker) hides the pillar's secrets in it."""
+    """Print one state view; ``masker`` (runtime.cli.masking.Masker) hides the pillar's secrets in it."""
     from runtime.cli import output
-    from runtime.cli.compile import report_errors
+    from runtime.cli.compile_inputs import report_errors
 
     pillar_result = pipeline.compile_pillar(opts, minion_id, grains)
     if pillar_result.errors or pillar_result.pillar.get("_errors"):

@@ -12,7 +12,7 @@ import sys
 
 
 def main(argv: list[str]) -> int:
-    from runtime.lean_asyncio import lean_minion_imports
+    from runtime.minion.lean_imports import lean_minion_imports
 
     lean_minion_imports()
     import json

@@ -34,10 +34,10 @@ from runtime.crypt.trust import MasterTrust
 from runtime.minion.jobs import JobRegistry, RunningJob
 from runtime.minion.session import Backoff, KeyNotAccepted, Session, SessionError, authenticate
 from runtime.ratelog import RateLimitedLog
+from runtime.state_returns import STATE_FUNCTIONS, state_retcode
 
 log = logging.getLogger("saltpan.minion")
 
-STATE_FUNS = {"state.apply", "state.highstate", "state.sls", "state.single"}
 MAX_PENDING_RETURNS = 1000
 
 R = TypeVar("R", bound=protocol.Reply)
@@ -322,7 +322,7 @@ class Minion:
             self.jobs.done(jid)
         await self.send_return(protocol.JobReturn(jid=jid, fun=fun, fun_args=list(job.get("arg") or []), ret=ret,
                                                   retcode=retcode, success=success,
-                                                  out="highstate" if fun in STATE_FUNS else None))
+                                                  out="highstate" if fun in STATE_FUNCTIONS else None))
 
     async def send_return(self, load: protocol.JobReturn) -> None:
         session = self.session
@@ -350,13 +350,8 @@ class Minion:
             log.debug("job %s failed", job.get("jid"), exc_info=True)
             return f"The minion function caused an exception: {type(exc).__name__}: {exc}\n" \
                    f"{traceback.format_exc(limit=5)}", 1, False
-        if job["fun"] in STATE_FUNS:  # Salt's state retcodes: 1 compile errors, 2 a failed state
-            retcode = 0
-            if isinstance(ret, list):
-                retcode = 1
-            elif isinstance(ret, dict) and any(isinstance(r, dict) and r.get("result") is False
-                                               for r in ret.values()):
-                retcode = 2
+        if job["fun"] in STATE_FUNCTIONS:  # Salt's state retcodes: 1 compile errors, 2 a failed state
+            retcode = state_retcode(ret)
         else:
             retcode = env.retcode if isinstance(env.retcode, int) and not isinstance(env.retcode, bool) else 0
         return _plain(ret), retcode, True

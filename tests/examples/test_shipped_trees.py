@@ -23,7 +23,8 @@ import pytest
 import real_salt
 
 from runtime import pipeline
-from runtime.cli import compile as compile_cmd
+from runtime.cli.compile_inputs import minion_grains
+from runtime.cli.options import offline_config
 
 REPO = real_salt.REPO
 EXPECTED_DIR = real_salt.EXPECTED_DIR
@@ -41,16 +42,16 @@ def expected(minion_id: str, what: str) -> Any:
 
 @pytest.fixture(scope="module")
 def shipped_opts() -> dict[str, Any]:
-    return compile_cmd.load_opts(None)
+    return offline_config(None)
 
 
 @pytest.fixture(scope="module")
 def compiler(shipped_opts):
-    return compile_cmd.pillar_compiler(shipped_opts)
+    return pipeline.pillar_compiler(shipped_opts)
 
 
 def compile_pillar(opts: dict[str, Any], compiler, minion_id: str):
-    grains = compile_cmd.minion_grains(opts, minion_id, None)
+    grains = minion_grains(opts, minion_id, None)
     return compiler.compile(minion_id, grains)
 
 
@@ -126,7 +127,7 @@ def test_lowstate_equals_real_salt(minion_id):
 
 
 def compile_lowstate(opts: dict[str, Any], compiler, minion_id: str) -> list[dict[str, Any]]:
-    grains = compile_cmd.minion_grains(opts, minion_id, None)
+    grains = minion_grains(opts, minion_id, None)
     pillar = compiler.compile(minion_id, grains)
     assert pillar.errors == []
     result = pipeline.compile_states(opts, minion_id, grains, pillar.pillar, "lowstate")

@@ -1,4 +1,4 @@
-"""runtime/snapshot.py: a fleet compile reads each file and lists each saltenv once."""
+"""runtime/cli/roots_snapshot.py: a fleet compile reads each file and lists each saltenv once."""
 
 from __future__ import annotations
 

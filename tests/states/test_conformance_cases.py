@@ -36,7 +36,7 @@ def _oracle():
 def _context(ws, opts: dict[str, Any], test: bool):
     from compiler.jinja_env import make_environment
     from compiler.roots import LocalRoots
-    from runtime.cli.compile import pillar_compiler
+    from runtime.pipeline import pillar_compiler
     from runtime.states import StateContext
 
     grains = dict(opts.get("grains") or {})

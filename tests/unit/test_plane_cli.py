@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from runtime.cli.plane import config_path, jid_to_time, key_lines
+from runtime.cli.options import config_path
+from runtime.cli.plane import jid_to_time, key_lines
 
 
 def test_config_path_file_directory_and_default(tmp_path):
@@ -40,6 +41,6 @@ def test_call_exit_status_follows_the_retcode(capsys):
 
 
 def test_a_twenty_digit_jid_stays_text():
-    from runtime.cli.call import parse_cli_args
+    from runtime.cli.options import parse_fun_args
 
-    assert parse_cli_args(["20261122005921979262", "42", "x=7"]) == (["20261122005921979262", 42], {"x": 7})
+    assert parse_fun_args(["20261122005921979262", "42", "x=7"]) == (["20261122005921979262", 42], {"x": 7})
