@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runtime import codec, protocol, transport
+from runtime.config import option
 from runtime.crypt.clientkey import client_key_path, load_client_key, make_proof
 from runtime.crypt.errors import KeyFileError
 from runtime.events import EventListener
@@ -46,7 +47,7 @@ class LocalClient:
         host = opts.get("interface") or "127.0.0.1"
         if host in ("0.0.0.0", "::", ""):
             host = "127.0.0.1"
-        self.address = transport.tcp_address(host, int(opts.get("ret_port", 4506)))
+        self.address = transport.tcp_address(host, option(opts, "ret_port", int))
         self.request_timeout = timeout
         path = client_key_path(opts["cachedir"], self.user)
         try:

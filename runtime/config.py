@@ -16,9 +16,7 @@ import glob
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
-
-import yaml
+from typing import Any, TypeVar, cast
 
 
 class ConfigError(Exception):
@@ -146,7 +144,10 @@ OPTIONS: dict[str, Option] = {
                                  "Seconds `saltpan run` waits for minions to say whether they still run a job once "
                                  "its timeout has passed (Salt's default is 10)."),
     "auth_timeout": Option(5.0, "num", "minion", "Seconds to wait for an auth reply."),
+    "auth_tries": Option(1, "int", "minion", "Attempts of one hello before the session is rebuilt after a backoff "
+                         "delay (Salt: 7)."),
     "request_timeout": Option(10.0, "num", "minion", "Seconds to wait for the reply to a request."),
+    "request_tries": Option(2, "int", "minion", "Attempts of one request (each sealed anew) before it fails."),
     "refresh_timeout": Option(60.0, "num", "minion", "Seconds saltutil.refresh_* waits for the refresh."),
     "max_message_size": Option(16 * 1024 * 1024, "int", "both", "Largest accepted message, bytes."),
     "master": Option("127.0.0.1", "str_or_list", "minion", "Master address."),
@@ -162,10 +163,52 @@ OPTIONS: dict[str, Option] = {
                                     "Seconds without a heartbeat reply before the master is declared dead "
                                     "(0 = 3 heartbeat periods)."),
     "multiprocessing": Option(False, "bool", "minion", "Run each job in a process instead of a thread."),
+    "swarm_start_spread": Option(0.0, "num", "minion", "saltpan: seconds `saltpan swarm` waits after starting each "
+                                 "batch of 50 minions (load tests only)."),
     "return_retry_timer": Option(5, "int", "minion", "Seconds between retries of a return."),
 }
 
 _PATH_KEYS = {k for k, o in OPTIONS.items() if o.kind == "path"}
+
+OptionType = TypeVar("OptionType")
+
+
+def option(opts: Mapping[str, Any], key: str, kind: type[OptionType]) -> OptionType:
+    """Read option ``key`` as ``kind``: ``opts[key]``, or its default in ``OPTIONS`` when ``opts``
+    lacks it or holds None.  The one way code reads an option, so a default is written once.
+
+    ``kind`` is what the caller works with: ``float`` also takes an integer, ``str`` a number (as
+    the config loader does), ``object`` anything.  A value of another type raises ConfigError
+    naming the key; a key that is not in ``OPTIONS`` is a KeyError (add it there, with its default,
+    kind and meaning: docs/config.md is generated from the table).  An option whose default is None
+    reads as None until set: use :func:`optional_option`."""
+    value = optional_option(opts, key, kind)
+    if value is None:
+        raise ConfigError(f"option {key!r} is not set and has no default")
+    return value
+
+
+def optional_option(opts: Mapping[str, Any], key: str, kind: type[OptionType]) -> OptionType | None:
+    """:func:`option` for options that may be unset (default None): None when they are."""
+    try:
+        declared = OPTIONS[key]
+    except KeyError:
+        raise KeyError(f"option {key!r} is not in runtime.config.OPTIONS: add it there") from None
+    value = opts.get(key)
+    if value is None:
+        value = declared.default
+        if isinstance(value, (dict, list)):
+            value = copy.deepcopy(value)   # the table's own objects are never handed out
+    if value is None or kind is object:
+        return cast(OptionType | None, value)
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        return cast(OptionType, float(value))
+    if kind is str and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return cast(OptionType, str(value))
+    if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
+        raise ConfigError(f"{opts.get('conf_file', 'config')}: option {key!r} must be "
+                          f"{_KIND_WORDS.get(declared.kind, declared.kind)}, got {type(value).__name__} {value!r}")
+    return value
 
 
 def defaults(role: str = "minion") -> dict[str, Any]:
@@ -232,6 +275,8 @@ def load_data_file(path: str, what: str, error: type[Exception], formats: str = 
     """The YAML (or JSON) document in ``path``; ``error`` names the file (and the line of a
     syntax error) as a ``what`` file: 'cannot read <what> file <path>: ...', '<path>:<line>:
     <what> file is not valid <formats>: ...'."""
+    import yaml  # here, not at the top: a minion reads its options (``option``) without PyYAML loaded
+
     try:
         with open(path, encoding="utf-8") as fh:
             text = fh.read()

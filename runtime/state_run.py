@@ -16,6 +16,7 @@ from compiler.requisites import Lowstate, Run, order_chunks
 from compiler.roots import valid_saltenv
 from compiler.salt_functions import build as build_functions
 from runtime import pipeline
+from runtime.config import option
 from runtime.executor import Executor
 from runtime.states import StateContext
 
@@ -79,7 +80,7 @@ class StateRunner:
                             functions=self.functions)
 
     def execute(self, lowstate: Lowstate, test: bool) -> dict[str, dict]:
-        failhard = bool(self.opts.get("failhard", False))
+        failhard = option(self.opts, "failhard", bool)
         executor = Executor(lowstate, self.context, self.env.grains, self.functions, test=test, failhard=failhard)
         return executor.apply()
 
@@ -101,7 +102,7 @@ def fresh_pillar(env: Any, override: Mapping[str, Any] | None = None) -> tuple[d
 
 def _test_mode(env: Any, test: Any) -> bool:
     if test is None:
-        return bool(env.opts.get("test", False))
+        return option(env.opts, "test", bool)
     if isinstance(test, str):
         return test.strip().lower() in ("true", "1", "yes")
     return bool(test)

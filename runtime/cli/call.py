@@ -10,7 +10,7 @@ import sys
 from typing import Any
 
 from runtime.cli.options import OUTPUTS, add_log_level, add_out, offline_config, parse_fun_args
-from runtime.config import ConfigError
+from runtime.config import ConfigError, option
 from runtime.state_returns import STATE_FUNCTIONS, state_retcode
 
 
@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
         from runtime.cli.highstate_output import format_state_run
 
         text, _ok = format_state_run("local", result, color=output.use_color(sys.stdout),
-                                     verbose=bool(opts.get("state_verbose", True)))
+                                     verbose=option(opts, "state_verbose", bool))
         print(text)
     else:
         print(output.render(result, "nested" if fmt == "highstate" else fmt, sys.stdout, label="local"))

@@ -17,7 +17,7 @@ from runtime.cli.options import (
     parse_fun_args,
     plane_config,
 )
-from runtime.config import ConfigError
+from runtime.config import ConfigError, option
 from runtime.state_returns import STATE_FUNCTIONS
 
 
@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
         summary: list[tuple[str, bool]] = []
         final: JobResult | None = None
         gather = args.gather_job_timeout if args.gather_job_timeout is not None else \
-            float(opts.get("gather_job_timeout", 3.0))
+            option(opts, "gather_job_timeout", float)
         for item in client.cmd_iter(tgt, args.fun, fun_args, fun_kwargs, args.tgt_type, float(args.timeout),
                                     gather_job_timeout=gather):
             if isinstance(item, JobResult):
@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
             if fmt == "highstate" and state_run:
                 from runtime.cli.highstate_output import format_state_run
 
-                text, ok = format_state_run(minion_id, ret, color=color, verbose=bool(opts.get("state_verbose", True)))
+                text, ok = format_state_run(minion_id, ret, color=color, verbose=option(opts, "state_verbose", bool))
                 print(text, flush=True)
                 summary.append((minion_id, ok))
                 failed_states = failed_states or not ok
@@ -200,7 +200,7 @@ def key(args: argparse.Namespace) -> int:
         opts = _opts(args, "master")
     except ConfigError as exc:
         return _fail("key", exc)
-    store = FileKeyStore(opts["pki_dir"], max_pending=int(opts.get("max_pending_keys", 1000)))
+    store = FileKeyStore(opts["pki_dir"], max_pending=option(opts, "max_pending_keys", int))
 
     def show(data: dict[str, Any]) -> None:
         if args.out == "json":

@@ -25,6 +25,7 @@ from typing import Any
 import zmq
 
 from runtime import transport
+from runtime.config import option
 from runtime.crypt.clientkey import client_key_path, load_or_create_client_key
 from runtime.crypt.identity import Identity, load_or_create_identity
 from runtime.events import EVENT_PUB, EVENT_PULL
@@ -111,18 +112,18 @@ def event_publisher_main(opts: dict[str, Any]) -> None:
 def req_server_main(opts: dict[str, Any]) -> None:
     stop = _child_setup(opts, "ReqServer")
     ctx = zmq.Context()
-    limits = transport.SocketLimits(max_message_size=int(opts.get("max_message_size", 16 * 1024 * 1024)))
+    limits = transport.SocketLimits(max_message_size=option(opts, "max_message_size", int))
     front = transport.make_socket(ctx, zmq.ROUTER, limits)
     transport.bind(front, transport.tcp_address(opts["interface"], int(opts["ret_port"])))
     back = transport.make_socket(ctx, zmq.ROUTER, limits)
     transport.bind(back, transport.ipc_address(opts["sock_dir"], worker_mod.WORKERS_IPC))
-    per_peer_rate = float(opts.get("clear_rate_per_peer", 200.0))
-    per_peer_burst = float(opts.get("clear_burst_per_peer", 400.0))
+    per_peer_rate = option(opts, "clear_rate_per_peer", float)
+    per_peer_burst = option(opts, "clear_burst_per_peer", float)
     per_peer = transport.TokenBucketLimiter(rate=per_peer_rate, burst=per_peer_burst)
     client_per_peer = transport.TokenBucketLimiter(rate=per_peer_rate, burst=per_peer_burst)
-    global_bucket = transport.TokenBucketLimiter(rate=float(opts.get("clear_rate_global", 2000.0)),
-                                                 burst=float(opts.get("clear_burst_global", 4000.0)))
-    refusals = RateLimitedLog(log, float(opts.get("refusal_log_interval", 60.0)))
+    global_bucket = transport.TokenBucketLimiter(rate=option(opts, "clear_rate_global", float),
+                                                 burst=option(opts, "clear_burst_global", float))
+    refusals = RateLimitedLog(log, option(opts, "refusal_log_interval", float))
     proxy = transport.RequestProxy(front, back, log=refusals,
                                    admit=transport.ClearRateLimit(per_peer, global_bucket, client_per_peer))
     try:
@@ -208,7 +209,7 @@ def prepare(opts: dict[str, Any]) -> Identity:
     if created:
         log.warning("created the master key pair in %s (fingerprint %s)", opts["pki_dir"], identity.fingerprint)
     load_or_create_client_key(client_key_path(opts["cachedir"], _user()))
-    for user in (opts.get("publisher_acl") or {}):
+    for user in option(opts, "publisher_acl", dict):
         _client_key_for(opts["cachedir"], str(user))
     store = SQLiteSessionStore.in_sock_dir(opts["sock_dir"])
     store.reset()
@@ -291,13 +292,13 @@ def run(opts: dict[str, Any]) -> int:
     manager = ProcessManager()
     manager.add("EventPublisher", event_publisher_main, opts)
     manager.add("Publisher", publisher_main, opts)
-    for index in range(max(1, int(opts.get("worker_threads", 5)))):
+    for index in range(max(1, option(opts, "worker_threads", int))):
         manager.add(f"MWorker-{index}", worker_main, opts, identity, index)
     manager.add("ReqServer", req_server_main, opts)
     manager.add("Maintenance", maintenance_main, opts)
     manager.start_all()
     log.warning("master started: ret_port %s, publish_port %s, %d workers (pid %d)", opts["ret_port"],
-                opts["publish_port"], int(opts.get("worker_threads", 5)), os.getpid())
+                opts["publish_port"], option(opts, "worker_threads", int), os.getpid())
     ready = False
     try:
         while not stop.wait(0.2):

@@ -18,6 +18,7 @@ from typing import Any
 
 import zmq
 
+from runtime.config import option
 from runtime.events import EventPusher
 from runtime.master.jobcache import SQLiteJobCache
 from runtime.master.sessions import SQLiteSessionStore
@@ -37,11 +38,11 @@ def run(opts: dict[str, Any], stop: threading.Event) -> None:
     events = EventPusher(ctx, opts["sock_dir"])
     store = SQLiteSessionStore.in_sock_dir(opts["sock_dir"])
     jobs = SQLiteJobCache(opts["cachedir"])
-    period = max(0.2, float(opts.get("heartbeat_period", 5.0)))
+    period = max(0.2, option(opts, "heartbeat_period", float))
     window_ms = 3 * period * 1000
-    rotate_ms = int(float(opts.get("publish_session", 86400)) * 1000)
+    rotate_ms = int(option(opts, "publish_session", float) * 1000)
     keep_seconds = keep_jobs_seconds(opts)
-    loop_interval = max(0.2, float(opts.get("loop_interval", 60)))
+    loop_interval = max(0.2, option(opts, "loop_interval", float))
     present: set[str] = set()
     last_prune = None
     try:
@@ -51,11 +52,11 @@ def run(opts: dict[str, Any], stop: threading.Event) -> None:
                 current = present_minions(store.last_seen(), now, window_ms)
                 if current != present:
                     new, lost = sorted(current - present), sorted(present - current)
-                    if opts.get("presence_events", True):
+                    if option(opts, "presence_events", bool):
                         events.fire("salt/presence/change", {"new": new, "lost": lost})
                     log.info("presence changed: new %s, lost %s", new, lost)
                     present = current
-                if opts.get("presence_events", True):
+                if option(opts, "presence_events", bool):
                     events.fire("salt/presence/present", {"present": sorted(present)})
                 write_private(os.path.join(opts["cachedir"], PRESENCE_FILE),
                               json.dumps({"present": sorted(present), "updated": now}).encode())
@@ -79,8 +80,8 @@ def run(opts: dict[str, Any], stop: threading.Event) -> None:
 def keep_jobs_seconds(opts: dict[str, Any]) -> float:
     """How long jobs stay in the job cache, as Salt reads it: keep_jobs_seconds, unless only the
     older keep_jobs (hours) was changed from its default.  0 keeps jobs forever."""
-    seconds = float(opts.get("keep_jobs_seconds", 86400))
-    hours = opts.get("keep_jobs", 24)
+    seconds = option(opts, "keep_jobs_seconds", float)
+    hours = option(opts, "keep_jobs", int)
     if seconds == 86400 and hours != 24:
         seconds = float(hours) * 3600
     return max(0.0, seconds)

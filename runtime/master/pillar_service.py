@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 from runtime import pipeline
+from runtime.config import option
 from runtime.master.datacache import SQLiteDataCache
 from runtime.ratelog import RateLimitedLog
 
@@ -21,15 +22,15 @@ class PillarService:
         self.data = data
         self.compiler = pipeline.pillar_compiler(opts)
         # a minion asking for its pillar again and again must not repeat every error in the log
-        self.errors_log = RateLimitedLog(log, float(opts.get("refusal_log_interval", 60.0)))
+        self.errors_log = RateLimitedLog(log, option(opts, "refusal_log_interval", float))
 
     def compile(self, minion_id: str, grains: dict[str, Any], saltenv: str | None = None,
                 pillarenv: str | None = None, clean_cache: bool = False) -> dict[str, Any]:
         """The minion's pillar; with ``pillar_cache``, the copy compiled less than ``pillar_cache_ttl``
         seconds ago unless ``clean_cache`` (saltutil.refresh_pillar) asks for a new compile."""
-        if self.opts.get("pillar_cache") and not clean_cache and not saltenv and not pillarenv:
+        if option(self.opts, "pillar_cache", bool) and not clean_cache and not saltenv and not pillarenv:
             updated = self.data.updated(minion_id, "pillar")
-            ttl = float(self.opts.get("pillar_cache_ttl", 3600))
+            ttl = option(self.opts, "pillar_cache_ttl", float)
             if updated is not None and time.time() - updated < ttl:
                 cached = self.data.fetch(minion_id, "pillar")
                 if isinstance(cached, dict):

@@ -27,6 +27,7 @@ import zmq.asyncio
 
 from compiler import match
 from runtime import codec, protocol, transport
+from runtime.config import option, optional_option
 from runtime.crypt.errors import CryptoError, NeedPublishKey, PublicationRefused, RemoteRefusal
 from runtime.crypt.identity import Identity, load_or_create_identity
 from runtime.crypt.publish import PublicationReceiver, PublishKey
@@ -68,7 +69,7 @@ class Minion:
                 log.warning("created the minion key pair in %s (fingerprint %s)", opts["pki_dir"],
                             identity.fingerprint)
         self.identity = identity
-        self.trust = MasterTrust(opts["pki_dir"], opts.get("master_finger"))
+        self.trust = MasterTrust(opts["pki_dir"], optional_option(opts, "master_finger", str))
         if grains is None:
             from runtime import grains as grains_mod
 
@@ -81,9 +82,9 @@ class Minion:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.events: asyncio.Queue[LocalEvent] | None = None
         self.pending_returns: deque[protocol.JobReturn] = deque(maxlen=MAX_PENDING_RETURNS)
-        self.backoff = Backoff(float(opts.get("recon_default", 1.0)), float(opts.get("recon_max", 10.0)),
-                               bool(opts.get("recon_randomize", True)))
-        self.refusals = RateLimitedLog(log, float(opts.get("refusal_log_interval", 60.0)))
+        self.backoff = Backoff(option(opts, "recon_default", float), option(opts, "recon_max", float),
+                               option(opts, "recon_randomize", bool))
+        self.refusals = RateLimitedLog(log, option(opts, "refusal_log_interval", float))
         self.started = False
         self.abandoned: list[dict[str, Any]] = []
         self.sessions_registered = 0
@@ -97,10 +98,10 @@ class Minion:
         return str(master[0] if isinstance(master, list) else master)
 
     def ret_address(self) -> str:
-        return transport.tcp_address(self.master_host(), int(self.opts.get("master_port", 4506)))
+        return transport.tcp_address(self.master_host(), option(self.opts, "master_port", int))
 
     def pub_address(self) -> str:
-        return transport.tcp_address(self.master_host(), int(self.opts.get("publish_port", 4505)))
+        return transport.tcp_address(self.master_host(), option(self.opts, "publish_port", int))
 
     # -- lifecycle ------------------------------------------------------------------
     async def run(self, stop: asyncio.Event) -> None:
@@ -181,7 +182,7 @@ class Minion:
 
     async def on_registered(self, session: Session) -> None:
         """Send grains (and fetch pillar), fire minion_start once, flush undelivered returns."""
-        if self.opts.get("file_client", "remote") == "local":
+        if option(self.opts, "file_client", str) == "local":
             await session.request(protocol.GrainsUpload(grains=self.grains))
             if not self.started:
                 self.pillar = await asyncio.get_running_loop().run_in_executor(self.executor, self.local_pillar)
@@ -214,7 +215,7 @@ class Minion:
 
     # -- the three concurrent tasks -------------------------------------------------------
     async def heartbeat_loop(self, session: Session) -> None:
-        alive = float(self.opts.get("master_alive_interval") or 0) or 3 * session.heartbeat
+        alive = option(self.opts, "master_alive_interval", float) or 3 * session.heartbeat
         while True:
             await asyncio.sleep(session.heartbeat)
             try:
@@ -254,7 +255,7 @@ class Minion:
                     event.done.set()
 
     async def refresh_pillar_now(self, session: Session, clean_cache: bool = False) -> None:
-        if self.opts.get("file_client", "remote") == "local":
+        if option(self.opts, "file_client", str) == "local":
             data = await asyncio.get_running_loop().run_in_executor(self.executor, self.local_pillar)
         else:
             data = (await session.request(self.pillar_request(clean_cache))).pillar
@@ -297,7 +298,7 @@ class Minion:
         minion = match.Minion(self.id, self.grains, self.pillar)
         try:
             return match.match_one(str(job.get("tgt_type", "glob")), job.get("tgt", ""), minion,
-                                   self.opts.get("nodegroups") or {})
+                                   option(self.opts, "nodegroups", dict))
         except match.MatchError as exc:
             self.refusals.warning("pub:target", "%sjob %s has a malformed target: %s", self.prefix, job.get("jid"),
                                   exc)
@@ -314,7 +315,7 @@ class Minion:
                                  str(job.get("tgt_type", "glob")), str(job.get("user", ""))))
         loop = asyncio.get_running_loop()
         try:
-            if self.opts.get("multiprocessing"):
+            if option(self.opts, "multiprocessing", bool):
                 ret, retcode, success = await loop.run_in_executor(self.executor, self.execute_in_process, job)
             else:
                 ret, retcode, success = await loop.run_in_executor(self.executor, self.execute, job)
@@ -382,7 +383,7 @@ class Minion:
     def request_pillar_refresh(self, wait: bool = True, timeout: float | None = None,
                                clean_cache: bool = True) -> bool:
         """Fire pillar_refresh on the local bus; with wait, return once the new pillar is in memory."""
-        limit = float(timeout or self.opts.get("refresh_timeout", 60)) if wait else None
+        limit = float(timeout or option(self.opts, "refresh_timeout", float)) if wait else None
         return self.fire_local("pillar_refresh", {"clean_cache": bool(clean_cache)}, wait=limit)
 
     def local_pillar(self) -> dict[str, Any]:
@@ -393,15 +394,15 @@ class Minion:
         return self._local_pillar_compiler.compile(self.id, self.grains).pillar
 
     def fresh_pillar(self) -> tuple[dict[str, Any], list]:
-        if self.opts.get("file_client", "remote") == "local":
+        if option(self.opts, "file_client", str) == "local":
             return self.local_pillar(), []
         return dict(self.call_master(self.pillar_request()).pillar), []
 
     def state_source(self) -> Any:
-        if self.opts.get("file_client", "remote") == "local":
+        if option(self.opts, "file_client", str) == "local":
             from compiler.roots import LocalRoots
 
-            return LocalRoots(self.opts.get("file_roots") or {})
+            return LocalRoots(option(self.opts, "file_roots", dict))
         from runtime.minion.remote import RemoteFiles
 
         if self._remote_files is None:
@@ -417,7 +418,7 @@ class Minion:
             opts=self.opts, grains=self.grains, pillar=self.pillar, fresh_pillar=self.fresh_pillar,
             refresh_pillar=self.request_pillar_refresh,
             refresh_grains=lambda: self.fire_local("grains_refresh", {},
-                                                   wait=float(self.opts.get("refresh_timeout", 60))),
+                                                   wait=option(self.opts, "refresh_timeout", float)),
             state_source=self.state_source(), fire_event=lambda tag, data: self.fire_local(tag, dict(data)),
             jid=jid, jobs=self.jobs)
 

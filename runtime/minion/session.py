@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from runtime import codec, protocol, transport
+from runtime.config import option
 from runtime.crypt.channel import ClientChannel
 from runtime.crypt.errors import AuthReplyError, CryptoError, RemoteRefusal
 from runtime.crypt.handshake import AuthGrant, AuthResult, finish_auth, start_auth
@@ -113,11 +114,11 @@ class Session:
 async def authenticate(address: str, identity: Identity, minion_id: str, trust: MasterTrust, opts: dict[str, Any],
                        stop: asyncio.Event, ctx: Any = None, log_prefix: str = "") -> Session:
     """Authenticate until accepted; raises SessionError on refusal or silence."""
-    timeout = float(opts.get("auth_timeout", 5.0))
-    client = AsyncRequestClient(address, ctx=ctx, timeout=timeout, tries=int(opts.get("auth_tries", 1)))
+    timeout = option(opts, "auth_timeout", float)
+    client = AsyncRequestClient(address, ctx=ctx, timeout=timeout, tries=option(opts, "auth_tries", int))
     offset = 0
-    wait = float(opts.get("acceptance_wait_time", 10.0))
-    wait_max = float(opts.get("acceptance_wait_time_max", 0.0)) or wait
+    wait = option(opts, "acceptance_wait_time", float)
+    wait_max = option(opts, "acceptance_wait_time_max", float) or wait
     try:
         while not stop.is_set():
             attempt = start_auth(identity, minion_id, clock_offset_ms=offset)
@@ -137,8 +138,8 @@ async def authenticate(address: str, identity: Identity, minion_id: str, trust: 
             if result.outcome == "accepted":
                 log.info("%sauthenticated with the master (session %s)", log_prefix, result.session.sid.hex()[:8])
                 channel = ClientChannel(result.session, clock_offset_ms=offset)
-                return Session(client, channel, result, float(opts.get("request_timeout", 10.0)),
-                               int(opts.get("request_tries", 2)))
+                return Session(client, channel, result, option(opts, "request_timeout", float),
+                               option(opts, "request_tries", int))
             if result.outcome == "pending":
                 log.warning("%skey is pending acceptance on the master; retrying in %.1f s", log_prefix, wait)
                 try:

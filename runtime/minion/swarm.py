@@ -21,6 +21,7 @@ from typing import Any
 import zmq
 import zmq.asyncio
 
+from runtime.config import option
 from runtime.crypt.identity import load_or_create_identity
 from runtime.minion.daemon import Minion
 
@@ -69,7 +70,7 @@ async def run_swarm(opts: dict[str, Any], count: int, prefix: str, stop: asyncio
     minions = build_minions(opts, count, prefix, ctx, executor)
     started = time.monotonic()
     tasks = []
-    stagger = float(opts.get("swarm_start_spread", 0.0))
+    stagger = option(opts, "swarm_start_spread", float)
     for index, minion in enumerate(minions):
         tasks.append(asyncio.create_task(minion.run(stop), name=minion.id))
         if stagger and index % 50 == 49:

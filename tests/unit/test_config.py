@@ -147,3 +147,45 @@ def test_every_option_has_a_default_of_its_type() -> None:
     for key, option in config.OPTIONS.items():
         assert config._type_ok(option.kind, option.default), key
         assert option.doc, key
+
+
+# -- reading options: config.option, the one accessor ------------------------------------------
+
+def test_option_reads_the_value_or_the_tables_default():
+    from runtime.config import OPTIONS, option, optional_option
+
+    assert option({"heartbeat_period": 2}, "heartbeat_period", float) == 2.0
+    assert option({}, "heartbeat_period", float) == OPTIONS["heartbeat_period"].default
+    assert option({"heartbeat_period": None}, "heartbeat_period", float) == OPTIONS["heartbeat_period"].default
+    assert option({"file_client": "local"}, "file_client", str) == "local"
+    assert option({"master": ["m1", "m2"]}, "master", object) == ["m1", "m2"]
+    assert optional_option({}, "master_finger", str) is None
+    groups = option({}, "nodegroups", dict)
+    groups["x"] = "y"                                   # never the table's own object
+    assert OPTIONS["nodegroups"].default == {}
+
+
+def test_option_refuses_wrong_types_and_unknown_keys():
+    from runtime.config import ConfigError, option
+
+    with pytest.raises(ConfigError, match="heartbeat_period"):
+        option({"heartbeat_period": "soon"}, "heartbeat_period", float)
+    with pytest.raises(ConfigError, match="worker_threads"):
+        option({"worker_threads": True}, "worker_threads", int)
+    with pytest.raises(KeyError, match="not in runtime.config.OPTIONS"):
+        option({}, "no_such_option", int)
+    with pytest.raises(ConfigError, match="no default"):
+        option({}, "master_finger", str)
+
+
+def test_runtime_reads_options_through_the_table():
+    """No `opts.get("key", default)` restating a default of runtime/config.py's table."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "runtime"
+    restated = re.compile(r"""opts\.get\(["'][a-z_]+["'],""")
+    found = [f"{path.relative_to(root.parent)}:{number}: {line.strip()}"
+             for path in sorted(root.rglob("*.py")) if path.name != "config.py"
+             for number, line in enumerate(path.read_text().splitlines(), 1) if restated.search(line)]
+    assert not found, "read these through runtime.config.option:\n" + "\n".join(found)

@@ -10,6 +10,7 @@ from typing import Any
 import zmq
 
 from runtime import transport
+from runtime.config import option
 from runtime.crypt.channel import ServerChannel
 from runtime.crypt.identity import Identity
 from runtime.events import EventPusher
@@ -52,17 +53,17 @@ class WorkerContext:
     @classmethod
     def open(cls, opts: dict[str, Any], identity: Identity, ctx: zmq.Context, publish_address: str
              ) -> WorkerContext:
-        keys = FileKeyStore(opts["pki_dir"], max_pending=int(opts.get("max_pending_keys", 1000)))
+        keys = FileKeyStore(opts["pki_dir"], max_pending=option(opts, "max_pending_keys", int))
         sessions = SQLiteSessionStore.in_sock_dir(opts["sock_dir"])
         auth = AuthService(identity, keys, sessions, AuthSettings(
-            auto_accept=bool(opts.get("auto_accept")), heartbeat_s=float(opts.get("heartbeat_period", 5.0))))
+            auto_accept=option(opts, "auto_accept", bool), heartbeat_s=option(opts, "heartbeat_period", float)))
         publish_sock = transport.make_socket(ctx, zmq.PUSH)
         publish_sock.connect(publish_address)
         return cls(opts=opts, identity=identity, keys=keys, sessions=sessions, auth=auth,
                    channel=ServerChannel(sessions), jobs=SQLiteJobCache(opts["cachedir"]),
                    data=SQLiteDataCache(opts["cachedir"]), events=EventPusher(ctx, opts["sock_dir"]),
                    publish_sock=publish_sock,
-                   refusals=RateLimitedLog(log, float(opts.get("refusal_log_interval", 60.0))))
+                   refusals=RateLimitedLog(log, option(opts, "refusal_log_interval", float)))
 
     def close(self) -> None:
         for closer in (self.jobs.close, self.data.close, self.sessions.close, self.events.close):

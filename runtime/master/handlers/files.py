@@ -7,6 +7,7 @@ from types import MappingProxyType
 from typing import Any, ClassVar
 
 from runtime import protocol
+from runtime.config import option
 from runtime.master.fileserver import FileServer
 from runtime.master.handlers.context import WorkerContext
 
@@ -29,8 +30,8 @@ class FileHandlers:
     def files(self) -> FileServer:
         """The file server over ``file_roots``, made at the first request."""
         if self._files is None:
-            self._files = FileServer(self.ctx.opts.get("file_roots") or {},
-                                     float(self.ctx.opts.get("refusal_log_interval", 60.0)))
+            self._files = FileServer(option(self.ctx.opts, "file_roots", dict),
+                                     option(self.ctx.opts, "refusal_log_interval", float))
         return self._files
 
     def file_envs(self, minion_id: str, request: protocol.FileEnvs) -> protocol.FileEnvsReply:

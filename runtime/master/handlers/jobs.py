@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 from compiler import match
 from runtime import jid as jid_mod
 from runtime import protocol, transport
+from runtime.config import option
 from runtime.crypt.clientkey import client_key_path, load_client_key, verify_proof
 from runtime.crypt.errors import KeyFileError
 from runtime.crypt.publish import seal_publication
@@ -62,7 +63,7 @@ class JobHandlers:
             raise Refused("no_minions", "No minions matched the target. No command was sent, no jid was assigned.")
         restricted = user != ctx.master_user
         if restricted and not self._asks_about_own_job(user, job.fun, job.arg, minions):
-            reason = acl_mod.check(ctx.opts.get("publisher_acl") or {}, user, job.fun, minions)
+            reason = acl_mod.check(option(ctx.opts, "publisher_acl", dict), user, job.fun, minions)
             if reason is not None:
                 raise Refused("acl", reason)
         jid = self.new_jid(job.fun, job.arg, job.tgt, job.tgt_type, user, minions)
@@ -109,7 +110,7 @@ class JobHandlers:
         ctx = self.ctx
         accepted = ctx.keys.list_keys().get("minions", [])
         return targeting.expected_minions(tgt, tgt_type, accepted, ctx.data.all("grains"), ctx.data.all("pillar"),
-                                          ctx.opts.get("nodegroups") or {})
+                                          option(ctx.opts, "nodegroups", dict))
 
     def job_returns(self, peer: str, request: protocol.JobReturns) -> protocol.JobReturnsReply:
         user = self._client_user(request)

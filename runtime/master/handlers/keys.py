@@ -9,6 +9,7 @@ from types import MappingProxyType
 from typing import Any, ClassVar
 
 from runtime import protocol
+from runtime.config import option
 from runtime.master.handlers.context import Refused, WorkerContext
 
 log = logging.getLogger("saltpan.master.worker")
@@ -53,7 +54,7 @@ class KeyHandlers:
                 pkey = sessions.publish_key_for(held[-1])
                 epoch, publish_key = pkey.epoch, pkey.key
         return protocol.HeartbeatReply(now=int(time.time() * 1000),
-                                       heartbeat=float(self.ctx.opts.get("heartbeat_period", 5.0)), epoch=epoch,
+                                       heartbeat=option(self.ctx.opts, "heartbeat_period", float), epoch=epoch,
                                        publish_key=publish_key)
 
     def publish_key(self, minion_id: str, request: protocol.PublishKeyRequest) -> protocol.PublishKeyReply:
