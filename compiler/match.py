@@ -10,12 +10,10 @@ than ``or``).  Where Salt silently treats a malformed compound expression as
 
 from __future__ import annotations
 
-import contextlib
 import fnmatch
 import ipaddress
 import re
-import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,11 +44,18 @@ class MatchError(CompileError):
 
 @dataclass
 class Minion:
-    """What a matcher needs to know about one minion."""
+    """What a matcher needs to know about one minion.
+
+    ``assume_data`` None (the usual case): grain, pillar and ipcidr targets are matched against
+    ``grains`` and ``pillar``.  True or False: every such target answers that without looking at
+    any data, so the master can tell whether a minion it has no data for can match an expression
+    on its id alone (evaluated once assuming True, once False).
+    """
 
     id: str
     grains: Mapping[str, Any] = field(default_factory=dict)
     pillar: Mapping[str, Any] = field(default_factory=dict)
+    assume_data: bool | None = None
 
 
 # -- data traversal ------------------------------------------------------------
@@ -244,24 +249,6 @@ def expand_nodegroup(name: str, nodegroups: Mapping[str, Any], _seen: frozenset 
 
 # -- compound -------------------------------------------------------------------
 
-_assumed = threading.local()
-
-
-@contextlib.contextmanager
-def assume_data(answer: bool) -> Iterator[None]:
-    """While active, grain/pillar/ipcidr engines answer `answer` without looking at data.
-
-    Lets the master decide whether a minion it has no data for can possibly match a compound
-    expression on its id alone.
-    """
-    previous = getattr(_assumed, "answer", None)
-    _assumed.answer = answer
-    try:
-        yield
-    finally:
-        _assumed.answer = previous
-
-
 _DATA_TYPES = {"grain", "grain_pcre", "pillar", "pillar_pcre", "pillar_exact", "ipcidr"}
 
 
@@ -375,9 +362,8 @@ MATCH_TYPES = ("glob", "pcre", "list", "grain", "grain_pcre", "pillar", "pillar_
 def match_one(tgt_type: str, expr: Any, minion: Minion, nodegroups: Mapping[str, Any] | None = None,
               delimiter: str = DEFAULT_DELIM) -> bool:
     """Does minion match expr under tgt_type?  Raises MatchError when expr is malformed."""
-    assumed = getattr(_assumed, "answer", None)
-    if assumed is not None and tgt_type in _DATA_TYPES:
-        return assumed
+    if minion.assume_data is not None and tgt_type in _DATA_TYPES:
+        return minion.assume_data
     if tgt_type == "glob":
         return glob_match(str(expr), minion)
     if tgt_type == "pcre":

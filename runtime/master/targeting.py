@@ -45,12 +45,9 @@ def _id_only_miss(tgt: Any, tgt_type: str, minion_id: str, groups: Mapping[str, 
     Evaluate twice, once with every data engine answering True and once False; if both say
     no, the minion is certainly not targeted.
     """
-    minion = match.Minion(minion_id, {}, {})
     try:
-        with match.assume_data(True):
-            yes = match.match_one(tgt_type, tgt, minion, groups)
-        with match.assume_data(False):
-            no = match.match_one(tgt_type, tgt, minion, groups)
+        yes = match.match_one(tgt_type, tgt, match.Minion(minion_id, assume_data=True), groups)
+        no = match.match_one(tgt_type, tgt, match.Minion(minion_id, assume_data=False), groups)
     except match.MatchError:
         return False
     return not yes and not no

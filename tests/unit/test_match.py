@@ -405,3 +405,26 @@ def test_malformed_target_in_a_top_file_names_file_and_line(tmp_path) -> None:
     assert err.line == 4
     assert "missing operator between 'web01' and 'db01'" in err.message
     assert len(result.pillar["_errors"]) == 1
+
+
+def test_assumed_data_answers_data_targets_without_looking() -> None:
+    # how the master decides whether a minion it has no data for can match on its id alone
+    yes, no = Minion("web01", assume_data=True), Minion("web01", assume_data=False)
+    for expr, if_yes, if_no in [("G@os:Debian and web*", True, False), ("G@os:Debian and db*", False, False),
+                                ("web* or I@role:x", True, True), ("not P@os:Deb.* and web01", False, True),
+                                ("S@10.0.0.0/8 or N@group", True, False)]:
+        groups = {"group": "I@a:b"}
+        assert match_one("compound", expr, yes, groups) is if_yes, expr
+        assert match_one("compound", expr, no, groups) is if_no, expr
+    assert match_one("grain", "os:Anything", yes) is True
+    assert match_one("glob", "db*", yes) is False          # only data targets are assumed
+    # the mode is the minion's, not the module's: a minion with data is matched against it meanwhile
+    assert match_one("grain", "os:Debian", WEB) is True and match_one("grain", "os:RedHat", WEB) is False
+
+
+def test_the_matcher_keeps_no_state_between_calls() -> None:
+    import threading
+
+    from compiler import match
+
+    assert not [name for name, value in vars(match).items() if isinstance(value, threading.local)]
