@@ -26,7 +26,7 @@ def deepcopy(data: Any, memo: dict[int, Any] | None = None) -> Any:
         found = memo.get(id(data))
         if found is not None:
             return found
-        out: dict = {}
+        out: dict[str, Any] = {}
         memo[id(data)] = out
         _keep_alive(data, memo)
         for key, value in data.items():
@@ -37,7 +37,7 @@ def deepcopy(data: Any, memo: dict[int, Any] | None = None) -> Any:
         found = memo.get(id(data))
         if found is not None:
             return found
-        items: list = []
+        items: list[Any] = []
         memo[id(data)] = items
         _keep_alive(data, memo)
         append = items.append

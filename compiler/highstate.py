@@ -189,7 +189,7 @@ class _Session:
                     if state is not None:
                         self.merge_included(high, state)
         if "__extend__" in high:
-            unique: list = []
+            unique: list[Any] = []
             for ext in high["__extend__"]:
                 for item in ext.items():
                     if item not in unique:
@@ -200,8 +200,8 @@ class _Session:
     def fail(self, kind: str, message: str, file: str | None = None, line: int | None = None) -> None:
         self.errors.append(CompileError(kind, message, file, line))
 
-    def render_state(self, sls: str, env: str, mods: set[str], matches: dict, origin: top.Matched | None = None,
-                     where: tuple[str | None, int | None] = (None, None)) -> dict | None:
+    def render_state(self, sls: str, env: str, mods: set[str], matches: dict[str, Any], origin: top.Matched | None = None,
+                     where: tuple[str | None, int | None] = (None, None)) -> dict[str, Any] | None:
         try:
             found = find_sls(self.o.source, env, sls) if env in self.o.source.saltenvs() else None
         except CompileError as exc:
@@ -233,7 +233,7 @@ class _Session:
             return None
         lines = rendered.lines
         state = dict(state)
-        include: list = []
+        include: list[Any] = []
         if "include" in state:
             if not isinstance(state["include"], list):
                 self.fail(BAD_STATE_DATA, f"Include Declaration in SLS {sls} is not formed as a list",
@@ -252,7 +252,7 @@ class _Session:
             self.handle_iorder(state)
         return state
 
-    def render_include(self, inc: Any, state: dict, sls: str, env: str, mods: set[str], matches: dict,
+    def render_include(self, inc: Any, state: dict[str, Any], sls: str, env: str, mods: set[str], matches: dict[str, Any],
                        is_init: bool, display: str, line: int | None) -> None:
         if isinstance(inc, dict) and len(inc) == 1:
             env_key, inc_sls = next(iter(inc.items()))
@@ -298,7 +298,7 @@ class _Session:
             self.fail(MISSING_SLS, f"Ambiguous include: Specified SLS {env_key}: {inc_sls} is available on the "
                       f"salt master in multiple available saltenvs: {', '.join(resolved)}", display, line)
 
-    def merge_included(self, high: dict, state: dict) -> None:
+    def merge_included(self, high: dict[str, Any], state: dict[str, Any]) -> None:
         if "__extend__" in state:
             high.setdefault("__extend__", []).extend(state.pop("__extend__"))
         if "__exclude__" in state:
@@ -316,7 +316,7 @@ class _Session:
                           last.file if last else None, last.line if last else None)
         high.update(state)
 
-    def handle_extend(self, state: dict, sls: str, env: str, found: SourceFile, lines: dict) -> None:
+    def handle_extend(self, state: dict[str, Any], sls: str, env: str, found: SourceFile, lines: dict[tuple[Any, ...], int]) -> None:
         if "extend" not in state:
             return
         ext = state.pop("extend")
@@ -343,7 +343,7 @@ class _Session:
                     body[mod].append(fun)
         state.setdefault("__extend__", []).append(ext)
 
-    def handle_exclude(self, state: dict, sls: str, found: SourceFile, lines: dict) -> None:
+    def handle_exclude(self, state: dict[str, Any], sls: str, found: SourceFile, lines: dict[tuple[Any, ...], int]) -> None:
         if "exclude" not in state:
             return
         exc = state.pop("exclude")
@@ -353,7 +353,7 @@ class _Session:
             return
         state.setdefault("__exclude__", []).extend(exc)
 
-    def handle_decls(self, state: dict, sls: str, env: str, found: SourceFile, lines: dict) -> None:
+    def handle_decls(self, state: dict[str, Any], sls: str, env: str, found: SourceFile, lines: dict[tuple[Any, ...], int]) -> None:
         for name in list(state):
             body = state[name]
             if name in ("__extend__", "__exclude__"):
@@ -390,7 +390,7 @@ class _Session:
             body.setdefault("__sls__", sls)
             body.setdefault("__env__", env)
 
-    def handle_iorder(self, state: dict) -> None:
+    def handle_iorder(self, state: dict[str, Any]) -> None:
         for body in state.values():
             if not isinstance(body, dict):
                 continue

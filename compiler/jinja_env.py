@@ -36,7 +36,7 @@ class RootsLoader(jinja2.BaseLoader):
         self.source = source
         self.saltenv = saltenv
 
-    def get_source(self, environment: jinja2.Environment, template: str) -> tuple[str, str, Callable]:
+    def get_source(self, environment: jinja2.Environment, template: str) -> tuple[str, str, Callable[..., Any]]:
         name = template[len("salt://"):] if template.startswith("salt://") else template
         try:
             rel = clean_relpath(name)

@@ -10,7 +10,7 @@ import json
 import re
 import shlex
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from markupsafe import Markup
@@ -39,8 +39,8 @@ def sequence(val: Any) -> Any:
     return [val]
 
 
-def unique(values: Iterable) -> list:
-    out: list = []
+def unique(values: Iterable[Any]) -> list[Any]:
+    out: list[Any] = []
     for item in values:
         if item not in out:
             out.append(item)
@@ -94,17 +94,17 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def regex_search(txt: str, rgx: str, ignorecase: bool = False, multiline: bool = False) -> tuple | None:
+def regex_search(txt: str, rgx: str, ignorecase: bool = False, multiline: bool = False) -> tuple[Any, ...] | None:
     flags = (re.I if ignorecase else 0) | (re.M if multiline else 0)
     return _groups(re.search(rgx, txt, flags))
 
 
-def regex_match(txt: str, rgx: str, ignorecase: bool = False, multiline: bool = False) -> tuple | None:
+def regex_match(txt: str, rgx: str, ignorecase: bool = False, multiline: bool = False) -> tuple[Any, ...] | None:
     flags = (re.I if ignorecase else 0) | (re.M if multiline else 0)
     return _groups(re.match(rgx, txt, flags))
 
 
-def _groups(found: re.Match | None) -> tuple | None:
+def _groups(found: re.Match[str] | None) -> tuple[Any, ...] | None:
     """The groups of a match, or (whole match,) for a pattern without groups (as Salt's filters)."""
     if found is None:
         return None
@@ -161,8 +161,8 @@ def network_size(value: str, options: str | None = None) -> int:
     return ipaddress.ip_network(value, strict=False).num_addresses
 
 
-def flatten(data: Iterable, levels: int | None = None, preserve_nulls: bool = False) -> list:
-    out: list = []
+def flatten(data: Iterable[Any], levels: int | None = None, preserve_nulls: bool = False) -> list[Any]:
+    out: list[Any] = []
     for item in data:
         if isinstance(item, (list, tuple)) and (levels is None or levels > 0):
             out.extend(flatten(item, None if levels is None else levels - 1, preserve_nulls))
@@ -171,8 +171,8 @@ def flatten(data: Iterable, levels: int | None = None, preserve_nulls: bool = Fa
     return out
 
 
-def compare_lists(old: list, new: list) -> dict:
-    ret: dict = {}
+def compare_lists(old: list[Any], new: list[Any]) -> dict[str, Any]:
+    ret: dict[str, Any] = {}
     added = [x for x in new if x not in old]
     removed = [x for x in old if x not in new]
     if added:
@@ -182,7 +182,7 @@ def compare_lists(old: list, new: list) -> dict:
     return ret
 
 
-def compare_dicts(old: dict, new: dict) -> dict:
+def compare_dicts(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     ret = {}
     for key in set(old) | set(new):
         if old.get(key) != new.get(key):
@@ -241,7 +241,7 @@ def traverse_dict_and_list(data: Any, key: str, default: Any = None, delimiter: 
     return ptr
 
 
-def dict_to_sls_yaml_params(value: Mapping, flow_style: bool = False) -> Markup:
+def dict_to_sls_yaml_params(value: Mapping[str, Any], flow_style: bool = False) -> Markup:
     return Markup(yamlload.dump([{k: v} for k, v in value.items()], flow_style=flow_style))
 
 
@@ -251,26 +251,26 @@ def method_call(obj: Any, f_name: str, *f_args: Any, **f_kwargs: Any) -> Any:
     return getattr(obj, f_name, lambda *a, **k: None)(*f_args, **f_kwargs)
 
 
-def _avg(values: Iterable) -> float:
+def _avg(values: Iterable[Any]) -> float:
     vals = list(values)
     return float(sum(vals)) / len(vals) if vals else 0.0
 
 
-def _union(a: Iterable, b: Iterable) -> list:
+def _union(a: Iterable[Any], b: Iterable[Any]) -> list[Any]:
     return unique(list(a) + list(b))
 
 
-def _intersect(a: Iterable, b: Iterable) -> list:
+def _intersect(a: Iterable[Any], b: Iterable[Any]) -> list[Any]:
     bl = list(b)
     return unique([x for x in a if x in bl])
 
 
-def _difference(a: Iterable, b: Iterable) -> list:
+def _difference(a: Iterable[Any], b: Iterable[Any]) -> list[Any]:
     bl = list(b)
     return unique([x for x in a if x not in bl])
 
 
-def _symmetric_difference(a: Iterable, b: Iterable) -> list:
+def _symmetric_difference(a: Iterable[Any], b: Iterable[Any]) -> list[Any]:
     al, bl = list(a), list(b)
     return unique([x for x in al if x not in bl] + [x for x in bl if x not in al])
 
@@ -299,7 +299,7 @@ def _is_iter(value: Any) -> bool:
     return isinstance(value, Iterable) and not isinstance(value, (str, bytes))
 
 
-def _hash(name: str):
+def _hash(name: str) -> Callable[[Any], str]:
     def hasher(value: Any) -> str:
         data = value.encode() if isinstance(value, str) else bytes(value)
         return hashlib.new(name, data).hexdigest()
@@ -326,7 +326,7 @@ def _uuid(value: Any) -> str:
     return str(uuid.uuid5(uuid.UUID(_SALT_UUID_NAMESPACE), str(value)))
 
 
-def _exactly_n(values: Iterable, n: int = 1) -> bool:
+def _exactly_n(values: Iterable[Any], n: int = 1) -> bool:
     return sum(1 for v in values if v) == n
 
 

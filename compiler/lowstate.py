@@ -47,11 +47,11 @@ class _Where:
         return (origin.file, origin.line) if origin else (None, None)
 
 
-def _first_key(item: dict) -> Any:
+def _first_key(item: dict[str, Any]) -> Any:
     return next(iter(item))
 
 
-def find_name(name: str, state: str, high: dict, strict: bool = False) -> list[tuple[str, str]]:
+def find_name(name: str, state: str, high: dict[str, Any], strict: bool = False) -> list[tuple[str, str]]:
     """IDs whose `state` declaration has this id or `name:` argument."""
     found = []
     check = state in high.get(name, {}) if strict else True
@@ -71,8 +71,8 @@ def find_name(name: str, state: str, high: dict, strict: bool = False) -> list[t
     return found
 
 
-def _sls_ids(sls: str, high: dict) -> list[tuple[str, str]]:
-    out = []
+def _sls_ids(sls: str, high: dict[str, Any]) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
     for nid, body in high.items():
         if not isinstance(body, dict) or body.get("__sls__") != sls:
             continue
@@ -80,7 +80,7 @@ def _sls_ids(sls: str, high: dict) -> list[tuple[str, str]]:
     return out
 
 
-def _state_args(sid: str, state: str, high: dict) -> set:
+def _state_args(sid: str, state: str, high: dict[str, Any]) -> set[str]:
     args = set()
     for item in high.get(sid, {}).get(state, []) or []:
         if isinstance(item, dict) and len(item) == 1:
@@ -89,7 +89,7 @@ def _state_args(sid: str, state: str, high: dict) -> set:
 
 
 class _Compile:
-    def __init__(self, high: dict, origins: dict[str, Origin], has_mod_watch: Callable[[str], bool]):
+    def __init__(self, high: dict[str, Any], origins: dict[str, Origin], has_mod_watch: Callable[[str], bool]):
         self.high = deepcopy(high)
         self.where = _Where(origins)
         self.has_mod_watch = has_mod_watch
@@ -140,7 +140,7 @@ class _Compile:
                     self._extend_args(high[name][state], run)
 
     @staticmethod
-    def _extend_args(target: list, run: list) -> None:
+    def _extend_args(target: list[Any], run: list[Any]) -> None:
         for arg in run:
             update = False
             for index, val in enumerate(list(target)):
@@ -188,7 +188,7 @@ class _Compile:
                     continue
                 self._verify_args(sid, sls, str(state), args)
 
-    def _verify_args(self, sid: str, sls: Any, state: str, args: list) -> None:
+    def _verify_args(self, sid: str, sls: Any, state: str, args: list[Any]) -> None:
         funs = [state.split(".", 1)[1]] if "." in state else []
         for arg in args:
             if isinstance(arg, str):
@@ -241,9 +241,9 @@ class _Compile:
     # -- requisite_in / use ----------------------------------------------------------
     def requisite_in(self) -> None:
         high = self.high
-        extend: dict[str, dict] = {}
+        extend: dict[str, dict[str, Any]] = {}
 
-        def add_req(target_id: str, target_state: str, rkey: str, state: str, sid: str, body: dict) -> None:
+        def add_req(target_id: str, target_state: str, rkey: str, state: str, sid: str, body: dict[str, Any]) -> None:
             entry = extend.setdefault(target_id, {})
             decl = entry.setdefault(target_state, [])
             entry["__env__"] = body.get("__env__")
@@ -301,7 +301,7 @@ class _Compile:
         high["__extend__"] = [{k: v} for k, v in extend.items()]
         self.reconcile_extend(strict=True)
 
-    def _resolve_bare(self, ind: Any) -> dict | None:
+    def _resolve_bare(self, ind: Any) -> dict[str, Any] | None:
         high = self.high
         if ind in high and isinstance(high[ind], dict):
             states = [x for x in high[ind] if not str(x).startswith("__")]
@@ -315,7 +315,7 @@ class _Compile:
                         return {st: nid}
         return None
 
-    def _use(self, src_id: str, src_state: str, dst_name: str, dst_state: str, extend: dict, into_dst: bool) -> None:
+    def _use(self, src_id: str, src_state: str, dst_name: str, dst_state: str, extend: dict[str, Any], into_dst: bool) -> None:
         high = self.high
         for ext_id, req_state in find_name(dst_name, dst_state, high, strict=True):
             if not ext_id:
@@ -360,8 +360,8 @@ class _Compile:
             high.pop(sid, None)
 
     # -- chunks ----------------------------------------------------------------------
-    def chunks(self) -> list[dict]:
-        out: list[dict] = []
+    def chunks(self) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
         for sid, body in self.high.items():
             if str(sid).startswith("__") or not isinstance(body, dict):
                 continue
@@ -374,7 +374,7 @@ class _Compile:
                         chunk[key] = body[key]
                 chunk["__id__"] = sid
                 funcs: list[str] = []
-                names: list = []
+                names: list[Any] = []
                 for arg in run:
                     if isinstance(arg, str):
                         if arg not in funcs:
@@ -415,7 +415,7 @@ class _Compile:
         return out
 
 
-def compile_lowstate(high: dict, origins: dict[str, Origin],
+def compile_lowstate(high: dict[str, Any], origins: dict[str, Origin],
                      has_mod_watch: Callable[[str], bool] | None = None, high_checks_only: bool = False) -> LowResult:
     """Salt's compile_low_chunks: extend, verify, requisite_in, exclude, chunks, order.
 
@@ -452,7 +452,7 @@ def compile_lowstate(high: dict, origins: dict[str, Origin],
     return LowResult(lowstate, [])
 
 
-def _chunk_str(chunk: dict) -> str:
+def _chunk_str(chunk: dict[str, Any]) -> str:
     parts = {"SLS": chunk.get("__sls__"), "ID": chunk["__id__"]}
     if chunk["__id__"] != chunk["name"]:
         parts["NAME"] = chunk["name"]

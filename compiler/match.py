@@ -96,7 +96,7 @@ def _value_match(target: Any, pattern: str, regex: bool, exact: bool) -> bool:
     return fnmatch.fnmatch(text, pat)
 
 
-def _dict_match(target: Mapping, pattern: str, regex: bool, exact: bool) -> bool:
+def _dict_match(target: Mapping[str, Any], pattern: str, regex: bool, exact: bool) -> bool:
     wildcard = pattern.startswith("*:")
     if wildcard:
         pattern = pattern[2:]
@@ -119,7 +119,7 @@ def _dict_match(target: Mapping, pattern: str, regex: bool, exact: bool) -> bool
     return False
 
 
-def subdict_match(data: Mapping, expr: str, delimiter: str = DEFAULT_DELIM, regex: bool = False,
+def subdict_match(data: Mapping[str, Any], expr: str, delimiter: str = DEFAULT_DELIM, regex: bool = False,
                   exact: bool = False) -> bool:
     """Match 'key:sub:value' against nested data; deeper keys are tried first."""
     parts = expr.split(delimiter)
@@ -163,7 +163,7 @@ def pcre_match(pattern: str, minion: Minion) -> bool:
         raise MatchError(f"invalid regular expression {pattern!r}: {exc}") from None
 
 
-def list_match(targets: str | list, minion: Minion) -> bool:
+def list_match(targets: str | list[Any], minion: Minion) -> bool:
     names = targets.split(",") if isinstance(targets, str) else [str(t) for t in targets]
     return minion.id in (n.strip() for n in names)
 
@@ -217,7 +217,7 @@ def pillar_exact_match(expr: str, minion: Minion, delimiter: str = DEFAULT_DELIM
 
 # -- nodegroups -----------------------------------------------------------------
 
-def expand_nodegroup(name: str, nodegroups: Mapping[str, Any], _seen: frozenset = frozenset(),
+def expand_nodegroup(name: str, nodegroups: Mapping[str, Any], _seen: frozenset[str] = frozenset(),
                      nested: bool = False) -> list[str]:
     """The compound words a nodegroup stands for."""
     if name in _seen:
@@ -339,7 +339,7 @@ class _CompoundParser:
         return match_one(_ENGINES[engine], pattern, self.minion, self.nodegroups, delim or DEFAULT_DELIM)
 
 
-def compound_match(expr: str | list, minion: Minion, nodegroups: Mapping[str, Any] | None = None) -> bool:
+def compound_match(expr: str | list[Any], minion: Minion, nodegroups: Mapping[str, Any] | None = None) -> bool:
     words = expr.split() if isinstance(expr, str) else [str(w) for w in expr]
     if len(words) == 1 and words[0] not in _OPERATORS and not _TARGET.match(words[0]):
         return glob_match(words[0], minion)  # a bare glob, the usual top-file target: what the parser would do

@@ -25,7 +25,7 @@ from compiler.datacopy import deepcopy
 STRATEGIES = ("smart", "recurse", "aggregate", "overwrite", "none", "list")
 
 
-def _recurse(dest: dict, upd: Mapping, merge_lists: bool) -> dict:
+def _recurse(dest: dict[str, Any], upd: Mapping[str, Any], merge_lists: bool) -> dict[str, Any]:
     for key, val in upd.items():
         old = dest.get(key)
         if isinstance(old, dict) and isinstance(val, Mapping):
@@ -37,19 +37,19 @@ def _recurse(dest: dict, upd: Mapping, merge_lists: bool) -> dict:
     return dest
 
 
-def merge_recurse(old: Mapping, new: Mapping, merge_lists: bool = False) -> dict:
+def merge_recurse(old: Mapping[str, Any], new: Mapping[str, Any], merge_lists: bool = False) -> dict[str, Any]:
     return _recurse(deepcopy(dict(old)), new, merge_lists)
 
 
-def merge_overwrite(old: Mapping, new: Mapping) -> dict:
-    out = deepcopy(dict(old))
+def merge_overwrite(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = deepcopy(dict(old))
     for key, val in new.items():
         out[key] = deepcopy(val)
     return out
 
 
-def merge_list(old: Mapping, new: Mapping) -> dict:
-    out = deepcopy(dict(old))
+def merge_list(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = deepcopy(dict(old))
     for key, val in new.items():
         if key not in out:
             out[key] = deepcopy(val)
@@ -61,7 +61,7 @@ def merge_list(old: Mapping, new: Mapping) -> dict:
     return out
 
 
-def merge(old: Mapping, new: Mapping, strategy: str = "smart", merge_lists: bool = False) -> dict:
+def merge(old: Mapping[str, Any], new: Mapping[str, Any], strategy: str = "smart", merge_lists: bool = False) -> dict[str, Any]:
     """Merge new into old with a Salt merge strategy; returns a new dict."""
     if strategy in ("smart", "recurse"):
         return merge_recurse(old, new, merge_lists)
@@ -74,7 +74,7 @@ def merge(old: Mapping, new: Mapping, strategy: str = "smart", merge_lists: bool
     raise ValueError(f"unknown merge strategy {strategy!r} (known: {', '.join(STRATEGIES)})")
 
 
-def merge_into(old: dict, new: Mapping, strategy: str = "smart", merge_lists: bool = False) -> dict:
+def merge_into(old: dict[str, Any], new: Mapping[str, Any], strategy: str = "smart", merge_lists: bool = False) -> dict[str, Any]:
     """Like merge, but may reuse ``old`` (which the caller owns) to save copies."""
     if strategy in ("smart", "recurse"):
         return _recurse(old, new, merge_lists)

@@ -57,9 +57,9 @@ class Contribution:
     label: str  # sls name ("base:roles.web") or driver name
     display: str | None  # file shown to users
     data: Any
-    places: dict[tuple, tuple[str, int]] = field(default_factory=dict)
+    places: dict[tuple[Any, ...], tuple[str, int]] = field(default_factory=dict)
     chain: list[IncludeLink] = field(default_factory=list)  # how the sls was reached, outermost first
-    nest: tuple = ()  # path the data was nested under (include key:)
+    nest: tuple[Any, ...] = ()  # path the data was nested under (include key:)
     strategy: str = "smart"
     exact: bool = True
     note: str | None = None
@@ -73,7 +73,7 @@ class PillarResult:
     ``pillar`` holds only ``_errors`` (no partial data ever reaches a minion).
     """
 
-    pillar: dict
+    pillar: dict[str, Any]
     errors: list[CompileError]
     contributions: list[Contribution] = field(default_factory=list)
     strategy: str = "smart"
@@ -104,7 +104,7 @@ class PillarCompiler:
 class _PillarRun:
     """State of one minion's compile."""
 
-    def __init__(self, owner: PillarCompiler, minion_id: str, grains: Mapping[str, Any], override: dict,
+    def __init__(self, owner: PillarCompiler, minion_id: str, grains: Mapping[str, Any], override: dict[str, Any],
                  pillarenv: str | None, saltenv: str | None, track: bool):
         self.o = owner
         self.opts = owner.opts
@@ -123,7 +123,7 @@ class _PillarRun:
         self.contributions: list[Contribution] = []
         self.rendered: dict[tuple[str, str], Contribution] = {}  # tracked: each sls's own contribution
         # what templates see as `pillar` (Salt: the ext_pillar data when ext_pillar_first, else overrides)
-        self.template_pillar: dict = dict(override)
+        self.template_pillar: dict[str, Any] = dict(override)
         self._salt: salt_functions.FunctionTable | None = None
         self.safe_errors = bool(self.opts.get("pillar_safe_render_error", True))
         self.fail_hard = bool(self.opts.get("ext_pillar_fail_hard", False))
@@ -140,7 +140,7 @@ class _PillarRun:
             self._salt = salt_functions.build(self.minion_id, self.grains, self.template_pillar, self.opts)
         return self._salt
 
-    def context(self, source_file: SourceFile, sls: str | None, extra: Mapping[str, Any] | None = None) -> dict:
+    def context(self, source_file: SourceFile, sls: str | None, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
         ctx = {
             "grains": self.grains,
             "opts": self.opts,
@@ -154,14 +154,14 @@ class _PillarRun:
             ctx.update(extra)
         return ctx
 
-    def merge(self, old: dict, new: Mapping) -> dict:
+    def merge(self, old: dict[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
         return merge.merge_into(old, new, self.o.strategy, self.o.merge_lists)
 
     # -- the compile ------------------------------------------------------------------
     def compile(self, ext: bool) -> PillarResult:
         merged_top = self.read_top()
         ext_first = bool(self.opts.get("ext_pillar_first", False))
-        pillar: dict = {}
+        pillar: dict[str, Any] = {}
         if ext and ext_first:
             # drivers never see the caller's pillar override (SECURITY.md, class 11)
             ext_data = self.ext_pillar({})
@@ -220,13 +220,13 @@ class _PillarRun:
             self.fail(err, f"Rendering Primary Top file failed, render error: {err}")
         return top.merge_pillar_tops(tops)
 
-    def render_pillar(self, merged_top: top.MergedTop, pillar_for_match: Mapping[str, Any]) -> dict:
+    def render_pillar(self, merged_top: top.MergedTop, pillar_for_match: Mapping[str, Any]) -> dict[str, Any]:
         minion = match.Minion(self.minion_id, self.grains, pillar_for_match)
         nodegroups = self.opts.get("nodegroups") or {}
         matches, errors = top.match_top(merged_top, minion, nodegroups, only_env=self.pillarenv, dedupe=True)
         for err in errors:
             self.fail(err)
-        pillar: dict = {}
+        pillar: dict[str, Any] = {}
         env_order = list(self.opts.get("env_order") or [])
         ordered = [e for e in env_order if e in matches] + [e for e in matches if e not in env_order]
         for env in ordered:
@@ -243,7 +243,7 @@ class _PillarRun:
         return pillar
 
     def render_sls(self, sls: str, env: str, mods: dict[str, Any], defaults: Mapping[str, Any] | None,
-                   chain: list[str], origin: top.Matched | None = None, where: tuple | None = None,
+                   chain: list[str], origin: top.Matched | None = None, where: tuple[Any, ...] | None = None,
                    via: tuple[IncludeLink, ...] = ()) -> Any:
         """Render one sls with its includes merged in; None when it has no data.
 
@@ -306,7 +306,7 @@ class _PillarRun:
             if own_contribution:
                 self.contributions.append(own_contribution)
             return state
-        merged: dict | None = None
+        merged: dict[str, Any] | None = None
         for item in includes:
             sub_defaults: Mapping[str, Any] | None = None
             key = None
@@ -385,7 +385,7 @@ class _PillarRun:
             return [pattern]  # rendering it reports the error
 
     # -- ext_pillar -------------------------------------------------------------------
-    def ext_pillar(self, pillar: dict) -> dict:
+    def ext_pillar(self, pillar: dict[str, Any]) -> dict[str, Any]:
         """Call the configured drivers in order, each seeing the pillar so far; merge what they return."""
         entries = self.opts.get("ext_pillar") or []
         if not isinstance(entries, list):
@@ -417,7 +417,7 @@ class _PillarRun:
         self.fail(CompileError(EXT_PILLAR_ERROR, f"Failed to load ext_pillar {name} for minion {self.minion_id}: "
                                f"{detail}", file, line))
 
-    def call_driver(self, name: str, args: Any, pillar: dict) -> tuple[bool, dict | None]:
+    def call_driver(self, name: str, args: Any, pillar: dict[str, Any]) -> tuple[bool, dict[str, Any] | None]:
         """(succeeded, data) of one driver call; every failure becomes one _errors entry.
 
         The driver gets a copy of the pillar, and the loader (runtime.ext_loader) gives one of

@@ -51,8 +51,8 @@ class Rendered:
     """
 
     data: Any
-    lines: dict[tuple, int] = field(default_factory=dict)
-    places: dict[tuple, tuple[str, int]] = field(default_factory=dict)
+    lines: dict[tuple[Any, ...], int] = field(default_factory=dict)
+    places: dict[tuple[Any, ...], tuple[str, int]] = field(default_factory=dict)
     exact: bool = True
 
 
@@ -132,8 +132,8 @@ class Renderer:
             # keep line numbers: blank the shebang line instead of removing it
             text = "\n" + text.split("\n", 1)[1] if "\n" in text else ""
         data: Any = text
-        lines: dict[tuple, int] = {}
-        line_places: list | None = None  # tracked: the source place of each line of `data`
+        lines: dict[tuple[Any, ...], int] = {}
+        line_places: list[Any] | None = None  # tracked: the source place of each line of `data`
         exact = True
         for position, name in enumerate(pipe):
             if name == "jinja":
@@ -163,7 +163,7 @@ class Renderer:
         return Rendered(data, lines, _key_places(lines, line_places, source_file.display), exact)
 
     def _marked_places(self, source_file: SourceFile, text: str, context: Mapping[str, Any],
-                       plain: str) -> tuple[list | None, bool]:
+                       plain: str) -> tuple[list[Any] | None, bool]:
         """The source place of each line of a Jinja render, and whether it is exact (see compiler.linemap)."""
         from compiler import linemap
 
@@ -218,7 +218,7 @@ class Renderer:
         return self._jinja(SourceFile(saltenv, relpath, display, text), text, context)
 
     # -- data formats --------------------------------------------------------
-    def _yaml(self, source_file: SourceFile, data: Any, want_lines: bool) -> tuple[Any, dict]:
+    def _yaml(self, source_file: SourceFile, data: Any, want_lines: bool) -> tuple[Any, dict[tuple[Any, ...], int]]:
         if not isinstance(data, str):
             return data, {}
         return self._parsed.load(data, source_file.display, want_lines)
@@ -310,7 +310,8 @@ class _MarkingJinja:
         return env
 
     def files(self, saltenv: str) -> list[str]:
-        return self.environment(saltenv).linemark_files
+        files: list[str] = self.environment(saltenv).linemark_files
+        return files
 
     def render(self, source_file: SourceFile, text: str, context: Mapping[str, Any]) -> str:
         key = (source_file.display, hashlib.sha1(text.encode(), usedforsecurity=False).hexdigest())
@@ -322,7 +323,7 @@ class _MarkingJinja:
         return tmpl.render(context)
 
 
-def _key_places(lines: dict[tuple, int], line_places: list | None, display: str) -> dict[tuple, tuple[str, int]]:
+def _key_places(lines: dict[tuple[Any, ...], int], line_places: list[Any] | None, display: str) -> dict[tuple[Any, ...], tuple[str, int]]:
     """Each key's (file, line): through the Jinja line map when there is one, else the rendered line."""
     if line_places is None:
         return {path: (display, line) for path, line in lines.items()}

@@ -30,7 +30,7 @@ EDGE_TYPES = ("require", "require_any", "watch", "watch_any", "prereq", "onfail"
               "onchanges", "onchanges_any")
 
 
-def tag(chunk: dict) -> str:
+def tag(chunk: dict[str, Any]) -> str:
     return f"{chunk['state']}_|-{chunk['__id__']}_|-{chunk['name']}_|-{chunk['fun']}"
 
 
@@ -50,18 +50,18 @@ class Run:
 class Lowstate:
     """Ordered low chunks plus the requisite edges the executor needs."""
 
-    chunks: list[dict]
+    chunks: list[dict[str, Any]]
     runs: list[Run]
     # deps[r] = [(req_type, run_index), ...] : what run r depends on, per requisite type
     deps: list[list[tuple[str, int]]] = field(default_factory=list)
 
-    def ordered_chunks(self) -> list[dict]:
+    def ordered_chunks(self) -> list[dict[str, Any]]:
         """Salt's show_lowstate list: every run's chunk, prereq checks included."""
         return [self.chunks[r.chunk] for r in self.runs]
 
 
 class RequisiteError(Exception):
-    def __init__(self, message: str, chunk: dict):
+    def __init__(self, message: str, chunk: dict[str, Any]):
         super().__init__(message)
         self.message = message
         self.chunk = chunk
@@ -130,7 +130,7 @@ class _Graph:
 
 
 class CycleError(Exception):
-    def __init__(self, members: list[tuple[dict, str, dict]]):
+    def __init__(self, members: list[tuple[dict[str, Any], str, dict[str, Any]]]):
         super().__init__("requisite cycle")
         self.members = members
 
@@ -152,7 +152,7 @@ def _normalise_order(value: Any, cap: int) -> float:
 class Orderer:
     """Builds the requisite graph of a list of chunks and orders it."""
 
-    def __init__(self, chunks: list[dict], has_mod_watch: Callable[[str], bool]):
+    def __init__(self, chunks: list[dict[str, Any]], has_mod_watch: Callable[[str], bool]):
         self.chunks = chunks
         self.has_mod_watch = has_mod_watch
         self.graph = _Graph()
@@ -176,7 +176,7 @@ class Orderer:
                         bucket.append(node)
 
     # -- edges --------------------------------------------------------------------
-    def _add_reqs(self, node: str, chunk: dict, kind: str, targets: list[str]) -> None:
+    def _add_reqs(self, node: str, chunk: dict[str, Any], kind: str, targets: list[str]) -> None:
         for target in targets:
             if kind == "prereq":
                 self._add_prereq(node, target)
@@ -290,7 +290,7 @@ class Orderer:
         for node in self.graph.nodes:
             for _src, _kind in self.graph.in_edges(node):
                 indegree[node] += 1
-        heap: list[tuple] = []
+        heap: list[tuple[Any, ...]] = []
 
         def push(node: str) -> None:
             chunk = self.chunks[self.graph.nodes[node]["chunk"]]
@@ -321,7 +321,7 @@ class Orderer:
         return Lowstate(self.chunks, runs, deps)
 
 
-def order_chunks(chunks: list[dict], has_mod_watch: Callable[[str], bool]) -> tuple[Lowstate | None, list]:
+def order_chunks(chunks: list[dict[str, Any]], has_mod_watch: Callable[[str], bool]) -> tuple[Lowstate | None, list[Any]]:
     """Order chunks; returns (lowstate, errors). Errors are RequisiteError or CycleError."""
     orderer = Orderer(chunks, has_mod_watch)
     errors: list[Any] = []

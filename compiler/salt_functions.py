@@ -27,7 +27,7 @@ class FunctionNotAvailable(Exception):
                 "templates can call grains.*, pillar.*, config.*, match.*, defaults.* and slsutil.*")
 
 
-class FunctionTable(dict):
+class FunctionTable(dict[str, Callable[..., Any]]):
     """A dict of callables; a missing name raises FunctionNotAvailable."""
 
     def __missing__(self, key: str) -> Any:
@@ -55,12 +55,12 @@ def _getter(data_fn: Callable[[], Mapping[str, Any]]) -> Callable[..., Any]:
     return get
 
 
-def _merge(dest: Mapping, upd: Mapping, strategy: str = "smart", merge_lists: bool = False, **_: Any) -> dict:
+def _merge(dest: Mapping[str, Any], upd: Mapping[str, Any], strategy: str = "smart", merge_lists: bool = False, **_: Any) -> dict[str, Any]:
     return merge.merge(dest, upd, strategy, merge_lists)
 
 
 def _item(data_fn: Callable[[], Mapping[str, Any]]) -> Callable[..., Any]:
-    def item(*keys: str, default: Any = "", delimiter: str = ":", **_: Any) -> dict:
+    def item(*keys: str, default: Any = "", delimiter: str = ":", **_: Any) -> dict[str, Any]:
         data = data_fn()
         out = {}
         for key in keys:
@@ -89,7 +89,7 @@ def build(minion_id: str, grains: Mapping[str, Any], pillar: Mapping[str, Any], 
                 return value
         return default
 
-    def grains_filter_by(lookup: Mapping, grain: str = "os_family", merge: Mapping | None = None,
+    def grains_filter_by(lookup: Mapping[str, Any], grain: str = "os_family", merge: Mapping[str, Any] | None = None,
                          default: str = "default", base: str | None = None) -> Any:
         return filter_by(lookup, match.traverse(grains, grain, None), merge, default, base)
 
@@ -139,14 +139,14 @@ def build(minion_id: str, grains: Mapping[str, Any], pillar: Mapping[str, Any], 
     return table
 
 
-def _merge_all(items: list, strategy: str, merge_lists: bool) -> dict:
-    out: dict = {}
+def _merge_all(items: list[Any], strategy: str, merge_lists: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {}
     for item in items:
         out = merge.merge(out, item, strategy, merge_lists)
     return out
 
 
-def filter_by(lookup: Mapping, value: Any, merge_with: Mapping | None = None, default: str = "default",
+def filter_by(lookup: Mapping[str, Any], value: Any, merge_with: Mapping[str, Any] | None = None, default: str = "default",
               base: str | None = None) -> Any:
     """Salt's filter_by: pick the lookup entry whose key matches value (glob)."""
     keys = value if isinstance(value, list) else [value]

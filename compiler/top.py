@@ -31,16 +31,16 @@ class TopFile:
     """One rendered top file."""
 
     saltenv: str  # the environment whose roots held it
-    data: dict
+    data: dict[str, Any]
     display: str
-    lines: dict[tuple, int] = field(default_factory=dict)
+    lines: dict[tuple[Any, ...], int] = field(default_factory=dict)
 
 
 @dataclass
 class TopEntry:
     """The items listed under one target, with where they came from."""
 
-    items: list
+    items: list[Any]
     display: str
     line: int | None
 
@@ -68,18 +68,18 @@ class TopEntry:
         return any(isinstance(i, dict) and i.get("ignore_missing") for i in self.items)
 
     @property
-    def sls(self) -> list:
+    def sls(self) -> list[Any]:
         return [i for i in self.items if isinstance(i, str) or (isinstance(i, dict) and _is_env_ref(i))]
 
 
-def _is_env_ref(item: dict) -> bool:
+def _is_env_ref(item: dict[str, Any]) -> bool:
     return len(item) == 1 and not ({"match", "order", "ignore_missing", "subfilter"} & set(item))
 
 
 MergedTop = dict[str, dict[str, TopEntry]]
 
 
-def read_tops(renderer: Renderer, envs: list[str], context_for: Callable[[SourceFile], dict],
+def read_tops(renderer: Renderer, envs: list[str], context_for: Callable[[SourceFile], dict[str, Any]],
               top_name: str = "top.sls", stop_at_failure: bool = False) -> tuple[list[TopFile], list[CompileError]]:
     """Render the top file of each env (and the top files they include).
 
@@ -130,7 +130,7 @@ def _get_quiet(source: FileSource, env: str, name: str, errors: list[CompileErro
         return None
 
 
-def _render_top(renderer: Renderer, found: SourceFile, context_for: Callable[[SourceFile], dict],
+def _render_top(renderer: Renderer, found: SourceFile, context_for: Callable[[SourceFile], dict[str, Any]],
                 errors: list[CompileError]) -> TopFile | None:
     try:
         rendered = renderer.render(found, context_for(found), want_lines=True)
@@ -155,7 +155,7 @@ def _render_top(renderer: Renderer, found: SourceFile, context_for: Callable[[So
     return TopFile(found.saltenv, data, found.display, rendered.lines)
 
 
-def verify_top(data: dict, display: str, lines: dict[tuple, int]) -> list[CompileError]:
+def verify_top(data: dict[str, Any], display: str, lines: dict[tuple[Any, ...], int]) -> list[CompileError]:
     errors = []
     for env, targets in data.items():
         if env == "include":

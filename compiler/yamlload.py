@@ -26,7 +26,7 @@ _BaseLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _LEADING_ZERO_INT = re.compile(r"^0[0-9_]+$")
 
 
-class SaltYamlLoader(_BaseLoader):  # type: ignore[misc, valid-type]
+class SaltYamlLoader(_BaseLoader):  # type: ignore[misc]
     """Safe loader with Salt's int, timestamp and duplicate-key behaviour."""
 
 
@@ -45,7 +45,7 @@ def _construct_timestamp(loader: SaltYamlLoader, node: yaml.ScalarNode) -> str:
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
-def _construct_mapping(loader: SaltYamlLoader, node: yaml.MappingNode) -> dict:
+def _construct_mapping(loader: SaltYamlLoader, node: yaml.MappingNode) -> dict[str, Any]:
     # Keys written in the mapping override the ones a merge key (<<: *anchor) brings in, as in Salt;
     # only a key written twice is a conflict.
     own_pairs = {id(pair) for pair in node.value if pair[0].tag != _MERGE_TAG}
@@ -73,7 +73,7 @@ SaltYamlLoader.add_constructor("tag:yaml.org,2002:timestamp", _construct_timesta
 SaltYamlLoader.add_constructor("tag:yaml.org,2002:map", _construct_mapping)
 
 
-def _key_lines(node: yaml.Node, prefix: tuple, out: dict[tuple, int]) -> None:
+def _key_lines(node: yaml.Node, prefix: tuple[Any, ...], out: dict[tuple[Any, ...], int]) -> None:
     if isinstance(node, yaml.MappingNode):
         for key_node, value_node in node.value:
             if isinstance(key_node, yaml.ScalarNode):
@@ -85,12 +85,12 @@ def _key_lines(node: yaml.Node, prefix: tuple, out: dict[tuple, int]) -> None:
             _key_lines(item, prefix, out)
 
 
-def load(text: str, display: str = "<string>", want_lines: bool = False) -> tuple[Any, dict[tuple, int]]:
+def load(text: str, display: str = "<string>", want_lines: bool = False) -> tuple[Any, dict[tuple[Any, ...], int]]:
     """Parse one YAML document. Raises CompileError(render_error) with file:line."""
     loader = SaltYamlLoader(text)
     try:
         node = loader.get_single_node()
-        lines: dict[tuple, int] = {}
+        lines: dict[tuple[Any, ...], int] = {}
         if node is None:
             return None, lines
         if want_lines:
@@ -146,10 +146,10 @@ class ParseCache:
         self.max_entries = max_entries
         self.max_text = max_text  # longer texts are not cached
         self.max_total = max_total  # characters of text held, all entries together (oldest go first)
-        self._entries: dict[tuple[bool, str], tuple[Any, dict[tuple, int]]] = {}
+        self._entries: dict[tuple[bool, str], tuple[Any, dict[tuple[Any, ...], int]]] = {}
         self._total = 0
 
-    def load(self, text: str, display: str = "<string>", want_lines: bool = False) -> tuple[Any, dict[tuple, int]]:
+    def load(self, text: str, display: str = "<string>", want_lines: bool = False) -> tuple[Any, dict[tuple[Any, ...], int]]:
         key = (want_lines, text)
         hit = self._entries.get(key)
         if hit is not None:

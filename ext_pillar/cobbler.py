@@ -51,7 +51,7 @@ class _SafeTransport(xmlrpc.client.SafeTransport):
         super().__init__(context=context)
         self.timeout = timeout
 
-    def make_connection(self, host: Any) -> http.client.HTTPConnection:
+    def make_connection(self, host: Any) -> http.client.HTTPSConnection:
         conn = super().make_connection(host)
         conn.timeout = self.timeout
         return conn

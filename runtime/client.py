@@ -143,8 +143,8 @@ class LocalClient:
                       wait: float) -> list[tuple[str, dict[str, Any]]]:
         if listener is None:
             time.sleep(min(wait, 0.2))
-            data = self.job_returns(jid)
-            return [(m, {"id": m, "jid": jid, **r}) for m, r in data.returns.items()]
+            reply = self.job_returns(jid)
+            return [(m, {"id": m, "jid": jid, **r}) for m, r in reply.returns.items()]
         event = listener.get(wait)
         out = []
         while event is not None:

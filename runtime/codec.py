@@ -176,7 +176,7 @@ def pack_envelope(enc: str, load: Any) -> bytes:
     return pack({"enc": enc, "load": load})
 
 
-def unpack_envelope(data: bytes, limits: Limits = DEFAULT_LIMITS) -> Envelope:
+def unpack_envelope(data: bytes | memoryview, limits: Limits = DEFAULT_LIMITS) -> Envelope:
     """Decode and check an envelope: a map of exactly ``enc`` and ``load``; a clear load is a map."""
     obj = unpack(data, limits)
     if not isinstance(obj, dict) or set(obj) != {"enc", "load"}:

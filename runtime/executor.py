@@ -86,7 +86,7 @@ class Executor:
         if not chunk.get("failhard", self.failhard):
             return False
         ret = self.running.get(tag(chunk))
-        return bool(ret) and ret["result"] is False
+        return ret is not None and bool(ret) and ret["result"] is False
 
     # -- requisites ----------------------------------------------------------------
     def requisite_status(self, index: int) -> tuple[str, dict[str, list[dict]]]:
@@ -198,7 +198,7 @@ class Executor:
     def not_run(self, low: dict, key: str, ok: bool, comment: str, check: bool = False) -> None:
         """A state that does not run: Salt records it (and a prereq check's outcome) as a result."""
         start, duration = _fake_timing()
-        ret = {"changes": {}, "result": ok, "duration": duration, "start_time": start, "comment": comment,
+        ret: dict[str, Any] = {"changes": {}, "result": ok, "duration": duration, "start_time": start, "comment": comment,
                "__state_ran__": False, "__run_num__": self.next_run_num(),
                **{k: low.get(k) for k in ("__sls__", "__id__", "name")}}
         self.running[key] = ret
@@ -209,6 +209,7 @@ class Executor:
         start = _now()
         test = True if prereq else self.test
         func = lookup(str(low["state"]), str(low["fun"]))
+        ret: dict[str, Any]
         if func is None:
             ret = {"result": False, "name": low.get("name"), "changes": {},
                    "comment": f"State '{low['state']}.{low['fun']}' was not found in SLS '{low.get('__sls__')}'"}
@@ -219,7 +220,7 @@ class Executor:
                    "comment": "\n".join(f"Missing parameter {p} for state {low['state']}.{low['fun']}"
                                         for p in missing)}
             return self.verify_failure(ret, prereq)
-        ret: dict[str, Any] = {"result": False, "name": low["name"], "changes": {}}
+        ret = {"result": False, "name": low["name"], "changes": {}}
         try:
             outcome = None
             if low["state"] not in OWN_RUN_CHECK:
@@ -301,7 +302,7 @@ class Executor:
 
     # -- listen ------------------------------------------------------------------
     def call_listen(self) -> None:
-        chunks = []
+        chunks: list[dict[str, Any]] = []
         for run in self.lowstate.runs:  # execution order, each chunk once
             chunk = self.lowstate.chunks[run.chunk]
             if not run.prereq_check and all(chunk is not c for c in chunks):

@@ -29,8 +29,8 @@ def setup(level: str = "warning", log_file: str | None = None, *, file_level: st
     ``level``), and stderr as well with ``console`` (daemons: what a foreground run or the
     journal shows)."""
     root = logging.getLogger()
-    for handler in list(root.handlers):
-        root.removeHandler(handler)
+    for old in list(root.handlers):
+        root.removeHandler(old)
     formatter = logging.Formatter(FORMAT)
     levels = []
     if log_file:

@@ -8,17 +8,20 @@ environment's FileSource (local roots or the master's file server).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compiler.errors import CompileError
 from compiler.render import Renderer
 from compiler.requisites import Lowstate, Run, order_chunks
-from compiler.roots import valid_saltenv
+from compiler.roots import FileSource, LocalRoots, valid_saltenv
 from compiler.salt_functions import build as build_functions
 from runtime import pipeline
 from runtime.config import option
 from runtime.executor import Executor
 from runtime.states import StateContext
+
+if TYPE_CHECKING:
+    from runtime.modules import ModuleEnv
 
 
 def _parse_salt_url(url: str, default_env: str) -> tuple[str, str]:
@@ -35,11 +38,12 @@ def _parse_salt_url(url: str, default_env: str) -> tuple[str, str]:
 class StateRunner:
     """Everything one state run needs, built from a ModuleEnv."""
 
-    def __init__(self, env: Any, pillar: Mapping[str, Any]):
+    def __init__(self, env: ModuleEnv, pillar: Mapping[str, Any]):
         self.env = env
         self.opts = env.opts
         self.pillar = pillar
-        self.source = env.state_source
+        # the roots states and salt:// sources are read from (the local file_roots without a state_source)
+        self.source: FileSource = env.state_source or LocalRoots(option(self.opts, "file_roots", dict))
         from runtime import modules
 
         # templates rendered for a run on this host may call execution functions (salt['cmd.run'] ...)
@@ -89,7 +93,7 @@ def pillar_errors_result(errors: list[str]) -> list[str]:
     return ["Pillar failed to render with the following messages:", *[str(e) for e in errors]]
 
 
-def fresh_pillar(env: Any, override: Mapping[str, Any] | None = None) -> tuple[dict[str, Any], list]:
+def fresh_pillar(env: ModuleEnv, override: Mapping[str, Any] | None = None) -> tuple[dict[str, Any], list]:
     if env.fresh_pillar is None:
         return dict(env.pillar), []
     data, errors = env.fresh_pillar()
@@ -100,7 +104,7 @@ def fresh_pillar(env: Any, override: Mapping[str, Any] | None = None) -> tuple[d
     return data, errors
 
 
-def _test_mode(env: Any, test: Any) -> bool:
+def _test_mode(env: ModuleEnv, test: Any) -> bool:
     if test is None:
         return option(env.opts, "test", bool)
     if isinstance(test, str):
@@ -108,7 +112,7 @@ def _test_mode(env: Any, test: Any) -> bool:
     return bool(test)
 
 
-def highstate(env: Any, mods: list[str] | None = None, test: Any = None, saltenv: str | None = None,
+def highstate(env: ModuleEnv, mods: list[str] | None = None, test: Any = None, saltenv: str | None = None,
               pillar: Mapping[str, Any] | None = None) -> dict[str, dict] | list[str]:
     """Compile (fresh pillar) and apply the highstate, or the given sls."""
     pillar_data, errors = fresh_pillar(env, pillar)
@@ -124,7 +128,7 @@ def highstate(env: Any, mods: list[str] | None = None, test: Any = None, saltenv
     return runner.execute(result.lowstate, _test_mode(env, test))
 
 
-def show(env: Any, what: str, mods: list[str] | None = None, saltenv: str | None = None) -> Any:
+def show(env: ModuleEnv, what: str, mods: list[str] | None = None, saltenv: str | None = None) -> Any:
     pillar_data, errors = fresh_pillar(env)
     if errors or pillar_data.get("_errors"):
         raise CompileError("pillar_failed", "Pillar failed to render: " + "; ".join(
@@ -137,7 +141,7 @@ def show(env: Any, what: str, mods: list[str] | None = None, saltenv: str | None
     return result.data
 
 
-def single(env: Any, fun: str, name: str, test: Any = None, **kwargs: Any) -> dict[str, dict] | list[str]:
+def single(env: ModuleEnv, fun: str, name: str, test: Any = None, **kwargs: Any) -> dict[str, dict] | list[str]:
     """Run one state function: state.single file.managed name=/tmp/x contents=hi."""
     if fun.count(".") != 1:
         return [f"Invalid function passed: {fun!r} (use module.function)"]

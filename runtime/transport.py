@@ -122,7 +122,7 @@ def bind(sock: zmq.Socket, address: str) -> str:
         sock.bind(address)
     except zmq.ZMQError as exc:
         raise TransportError(f"cannot bind {address}: {exc}") from None
-    endpoint = sock.getsockopt(zmq.LAST_ENDPOINT).decode()
+    endpoint = sock.getsockopt_string(zmq.LAST_ENDPOINT)
     if endpoint.startswith("ipc://"):
         path = endpoint[len("ipc://"):]
         st = os.lstat(path)
@@ -402,7 +402,7 @@ class RequestProxy:
             return
         ident, _, rid, body = frames
         try:
-            peer = body.get("Peer-Address") or "unknown"
+            peer = str(body.get("Peer-Address") or "unknown")
         except (zmq.ZMQError, AttributeError):
             peer = "unknown"
         kind = classify(body.buffer)

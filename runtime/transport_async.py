@@ -13,7 +13,7 @@ import asyncio
 import os
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import zmq
 import zmq.asyncio
@@ -56,7 +56,7 @@ class AsyncRequestClient:
 
     def _ensure(self) -> _Link:
         if self._link is None:
-            sock = make_socket(self.ctx, zmq.DEALER, self.limits)
+            sock = cast(zmq.asyncio.Socket, make_socket(self.ctx, zmq.DEALER, self.limits))  # an asyncio context's
             sock.connect(self.address)
             self._link = _Link(sock, asyncio.get_running_loop().create_task(self._read(sock)))
         return self._link

@@ -14,7 +14,7 @@ from runtime.config import ConfigError, option
 from runtime.state_returns import STATE_FUNCTIONS, state_retcode
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("call", help="run an execution function on this host (masterless with --local)")
     p.add_argument("--config", "-c", help="minion config file (default: the shipped example trees)")
     p.add_argument("--local", action="store_true", help="masterless: files and pillar from the local roots")

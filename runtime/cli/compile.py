@@ -16,7 +16,7 @@ from runtime.cli.options import OUTPUTS, UsageError, add_out, add_target_flags, 
 from runtime.config import ConfigError
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("compile", help="compile pillar / top / highstate / lowstate for a minion, offline")
     p.add_argument("--config", "-c", help="Salt-style config file (default: the shipped example trees)")
     p.add_argument("--minion", "-m", help="minion id to compile for")

@@ -129,9 +129,9 @@ def run(args: argparse.Namespace) -> int:
     if args.static:
         print(output.render(static, fmt if fmt != "highstate" else "nested", sys.stdout))
     if summary and len(summary) > 1:
-        ok = sum(1 for _, good in summary if good)
-        print(f"\nFleet summary: {len(summary)} minions returned, {ok} without failures, "
-              f"{len(summary) - ok} with failed states, {len(final.missing)} did not return")
+        clean = sum(1 for _, good in summary if good)
+        print(f"\nFleet summary: {len(summary)} minions returned, {clean} without failures, "
+              f"{len(summary) - clean} with failed states, {len(final.missing)} did not return")
     if not final.minions:
         print("No minions matched the target. No command was sent, no jid was assigned.", file=sys.stderr)
         return 2
@@ -377,6 +377,7 @@ def jobs(args: argparse.Namespace) -> int:
         return 0
     cache = SQLiteJobCache(opts["cachedir"])
     try:
+        data: dict[str, Any]
         if args.action == "list":
             data = {j["jid"]: job_instance(j["jid"], j) for j in cache.list_jobs(int(args.limit))}
         else:
@@ -436,7 +437,7 @@ def swarm(args: argparse.Namespace) -> int:
     return swarm_mod.run(opts, int(args.count), args.prefix)
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     def common(p: argparse.ArgumentParser) -> None:
         add_config(p)
         add_log_level(p)

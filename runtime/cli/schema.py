@@ -67,7 +67,7 @@ def _validator(path: str) -> Any:
         raise SchemaError(f"{path}: a JSON Schema is a mapping (or true/false), got {type(schema).__name__}")
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     try:
-        cls.check_schema(schema)
+        cls.check_schema(schema)  # type: ignore[arg-type]  # true and false are schemas too; the stub says dict
     except jsonschema.SchemaError as exc:
         at = "/".join(str(p) for p in exc.absolute_path)
         raise SchemaError(f"{path}: not a valid JSON Schema{' at ' + at if at else ''}: {exc.message}") from None

@@ -20,7 +20,7 @@ import threading
 import time
 import traceback
 from collections import deque
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import zmq
 import zmq.asyncio
@@ -36,6 +36,10 @@ from runtime.minion.jobs import JobRegistry, RunningJob
 from runtime.minion.session import Backoff, KeyNotAccepted, Session, SessionError, authenticate
 from runtime.ratelog import RateLimitedLog
 from runtime.state_returns import STATE_FUNCTIONS, state_retcode
+
+if TYPE_CHECKING:
+    from compiler.pillar import PillarCompiler
+    from runtime.minion.remote import RemoteFiles
 
 log = logging.getLogger("saltpan.minion")
 
@@ -89,8 +93,8 @@ class Minion:
         self.abandoned: list[dict[str, Any]] = []
         self.sessions_registered = 0
         self.prefix = "" if not quiet else f"[{self.id}] "
-        self._remote_files = None
-        self._local_pillar_compiler = None
+        self._remote_files: RemoteFiles | None = None
+        self._local_pillar_compiler: PillarCompiler | None = None
 
     # -- addresses ------------------------------------------------------------------
     def master_host(self) -> str:
@@ -161,7 +165,7 @@ class Minion:
         else:
             self.receiver.adopt(pkey, not_before_ms=began)
             self.receiver.clock_offset_ms = session.result.clock_offset_ms
-        sub = transport.make_subscriber(self.ctx, self.pub_address(), self.id)
+        sub = cast(zmq.asyncio.Socket, transport.make_subscriber(self.ctx, self.pub_address(), self.id))
         self.session = session
         try:
             await self.on_registered(session)
@@ -218,6 +222,7 @@ class Minion:
         alive = option(self.opts, "master_alive_interval", float) or 3 * session.heartbeat
         while True:
             await asyncio.sleep(session.heartbeat)
+            assert self.receiver is not None   # made by run_session before this task starts
             try:
                 reply = await session.request(protocol.Heartbeat(epoch=self.receiver.epoch),
                                               timeout=max(0.2, alive / 2), tries=2)

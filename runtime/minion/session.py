@@ -136,6 +136,8 @@ async def authenticate(address: str, identity: Identity, minion_id: str, trust: 
                 raise SessionError(f"auth failed: {exc}") from None
             offset = result.clock_offset_ms
             if result.outcome == "accepted":
+                if result.session is None:
+                    raise SessionError("auth reply: accepted without session keys")
                 log.info("%sauthenticated with the master (session %s)", log_prefix, result.session.sid.hex()[:8])
                 channel = ClientChannel(result.session, clock_offset_ms=offset)
                 return Session(client, channel, result, option(opts, "request_timeout", float),

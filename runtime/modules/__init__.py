@@ -12,7 +12,11 @@ import importlib
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from compiler.roots import FileSource
+    from runtime.minion.jobs import JobRegistry
 
 MODULES = ("test", "cmd", "grains", "pillar", "state", "saltutil", "sys", "file")
 
@@ -25,6 +29,13 @@ class FunctionNotFound(CommandError):
     pass
 
 
+class PillarRefresh(Protocol):
+    """Replace the in-memory pillar with a fresh one (``saltutil.refresh_pillar``); with ``wait``,
+    return once it is in memory (within ``timeout`` seconds), False when it did not arrive."""
+
+    def __call__(self, *, wait: bool = True, timeout: float | None = None, clean_cache: bool = True) -> bool: ...
+
+
 @dataclass
 class ModuleEnv:
     """What execution module functions may use on this minion (or masterless host)."""
@@ -33,17 +44,18 @@ class ModuleEnv:
     grains: dict[str, Any]
     pillar: dict[str, Any]  # the in-memory pillar (pillar.raw / pillar.get read it)
     # compile a fresh pillar (pillar.items, state runs): (pillar, errors)
-    fresh_pillar: Callable[[], tuple[dict[str, Any], list]] | None = None
+    fresh_pillar: Callable[[], tuple[dict[str, Any], list[Any]]] | None = None
     # replace the in-memory pillar with a fresh one (saltutil.refresh_pillar)
-    refresh_pillar: Callable[[], Any] | None = None
-    refresh_grains: Callable[[], Any] | None = None
-    # the state tree (FileSource) this host compiles highstates from
-    state_source: Any = None
-    # fire an event on the local bus / to the master
-    fire_event: Callable[[str, Mapping[str, Any]], Any] | None = None
+    refresh_pillar: PillarRefresh | None = None
+    # read the grains again (saltutil.refresh_grains): True once done
+    refresh_grains: Callable[[], bool] | None = None
+    # the state tree this host compiles highstates from
+    state_source: FileSource | None = None
+    # fire an event on the local bus / to the master: True when it was handed over
+    fire_event: Callable[[str, Mapping[str, Any]], bool] | None = None
     jid: str | None = None
     # running jobs on this minion (saltutil.running / find_job / kill_job)
-    jobs: Any = None
+    jobs: JobRegistry | None = None
     # the job's exit status as Salt's __context__["retcode"]: cmd.* set the command's, test.retcode
     # the one asked for; the minion returns it and `saltpan run` exits 1 when one is not 0
     retcode: int = 0
@@ -80,7 +92,7 @@ def doc_of(func: Callable[..., Any]) -> str:
 
 
 def list_functions() -> list[str]:
-    out = []
+    out: list[str] = []
     for mod in MODULES:
         module = importlib.import_module(f"runtime.modules.{mod}_mod")
         out.extend(f"{mod}.{fun}" for fun in getattr(module, "__all__", ()))

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import shlex
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runtime import cmdrun
+
+if TYPE_CHECKING:
+    from runtime.modules import ModuleEnv
 
 __all__ = ["run", "run_all", "retcode", "shell", "run_stdout"]
 
 
-def run_all(env: Any, cmd: str, cwd: str | None = None, runas: str | None = None, shell: str | None = None,
+def run_all(env: ModuleEnv, cmd: str, cwd: str | None = None, runas: str | None = None, shell: str | None = None,
             env_vars: dict | None = None, timeout: float | None = None, python_shell: bool = True,
             stdin: str | None = None, **kwargs: Any) -> dict[str, Any]:
     """Run cmd; return {pid, retcode, stdout, stderr}."""
@@ -26,7 +29,7 @@ def run_all(env: Any, cmd: str, cwd: str | None = None, runas: str | None = None
     return {"pid": res.pid, "retcode": res.retcode, "stdout": res.stdout, "stderr": res.stderr}
 
 
-def run(env: Any, cmd: str, **kwargs: Any) -> str:
+def run(env: ModuleEnv, cmd: str, **kwargs: Any) -> str:
     """Run cmd; return stdout and stderr combined (as Salt's cmd.run)."""
     res = run_all(env, cmd, **kwargs)
     out = res["stdout"]
@@ -35,16 +38,16 @@ def run(env: Any, cmd: str, **kwargs: Any) -> str:
     return out
 
 
-def run_stdout(env: Any, cmd: str, **kwargs: Any) -> str:
+def run_stdout(env: ModuleEnv, cmd: str, **kwargs: Any) -> str:
     """Run cmd; return stdout only."""
     return run_all(env, cmd, **kwargs)["stdout"]
 
 
-def shell(env: Any, cmd: str, **kwargs: Any) -> str:
+def shell(env: ModuleEnv, cmd: str, **kwargs: Any) -> str:
     """Like run, always through the shell."""
     return run(env, cmd, python_shell=True, **kwargs)
 
 
-def retcode(env: Any, cmd: str, **kwargs: Any) -> int:
+def retcode(env: ModuleEnv, cmd: str, **kwargs: Any) -> int:
     """Run cmd; return its exit status."""
     return run_all(env, cmd, **kwargs)["retcode"]

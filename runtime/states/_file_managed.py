@@ -430,7 +430,7 @@ def _perms_only(ctx: StateContext, ret: dict[str, Any], name: str, user: Any, gr
 
 def _serialize(dataset: Any, formatter: str, options: Mapping[str, Any]) -> str:
     if formatter == "json":
-        opts = {"indent": 2, "separators": (",", ": "), "sort_keys": True, "ensure_ascii": False}
+        opts: dict[str, Any] = {"indent": 2, "separators": (",", ": "), "sort_keys": True, "ensure_ascii": False}
         opts.update(options)
         if isinstance(opts.get("separators"), list):
             opts["separators"] = tuple(opts["separators"])
@@ -439,7 +439,7 @@ def _serialize(dataset: Any, formatter: str, options: Mapping[str, Any]) -> str:
         import yaml
 
         dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-        opts = {"default_flow_style": False}
+        opts = {"default_flow_style": False}  # (the same dict type as json's)
         opts.update(options)
         text = yaml.dump(dataset, Dumper=dumper, **opts)
         if text.endswith("\n...\n"):
@@ -614,8 +614,12 @@ def copy(
         owner_error = F.check_user_group(user, group)
         if owner_error:
             return F.fail(ret, owner_error)
-        uid = F.resolve_uid(user) if user not in (None, "") else os.geteuid()
-        gid = F.resolve_gid(group) if group not in (None, "") else _primary_gid(uid)
+        resolved = F.resolve_uid(user) if user not in (None, "") else os.geteuid()
+        assert resolved is not None   # check_user_group found it
+        uid = resolved
+        named_gid = F.resolve_gid(group) if group not in (None, "") else _primary_gid(uid)
+        assert named_gid is not None
+        gid = named_gid
         mode = F.normalize_mode(mode) or F.normalize_mode(oct(stat.S_IMODE(src_stat.st_mode)))
     if os.path.isdir(name) and subdir:
         name = os.path.join(name, os.path.basename(source))

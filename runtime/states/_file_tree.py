@@ -452,6 +452,13 @@ def _link_owner(path: str) -> tuple[str, str]:
     return F.user_name(st.st_uid), F.group_name(st.st_gid)
 
 
+
+def _lchown(name: str, user: Any, group: Any) -> None:
+    """Own the link itself; an owner or group that names nobody is left as it is (-1)."""
+    uid, gid = F.resolve_uid(user), F.resolve_gid(group)
+    os.lchown(name, -1 if uid is None else uid, -1 if gid is None else gid)
+
+
 def _owner_ok(path: str, user: str, group: str) -> bool:
     st = os.lstat(path)
     return st.st_uid == F.resolve_uid(user) and st.st_gid == F.resolve_gid(group)
@@ -573,7 +580,7 @@ def symlink(
                 ret["comment"] = f"Symlink {name} is present and owned by {user}:{group}"
                 return ret
             try:
-                os.lchown(name, F.resolve_uid(user), F.resolve_gid(group))
+                _lchown(name, user, group)
             except OSError:
                 pass
             if _owner_ok(name, user, group):
@@ -614,7 +621,7 @@ def symlink(
     ret["changes"]["new"] = name
     if not _owner_ok(name, user, group):
         try:
-            os.lchown(name, F.resolve_uid(user), F.resolve_gid(group))
+            _lchown(name, user, group)
         except OSError:
             pass
         if not _owner_ok(name, user, group):

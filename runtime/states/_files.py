@@ -308,6 +308,7 @@ def atomic_write(path: str, data: bytes, mode: int, uid: int | None = None, gid:
                     continue
             if named is None:  # the unnamed inode cannot be linked here: use a named temp file
                 named = _named_temp(dirname, data, mode, uid, gid)
+        assert named is not None
         os.replace(named, path)
         named = None
     finally:

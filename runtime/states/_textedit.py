@@ -177,7 +177,7 @@ def blockreplace_content(
             add_content(linesep, lines=new)
             block_found = True
         elif insert_before_match or insert_after_match:
-            regex = insert_before_match or insert_after_match
+            regex = str(insert_before_match or insert_after_match)
             matches = [i for i, item in enumerate(orig) if re.search(regex, item)]
             if matches:
                 idx = matches[0]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import fnmatch
 import re
 import shutil
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -291,7 +291,7 @@ class Target:
 
 def _targets(name: str, pkgs: Any, version: Any) -> list[Target]:
     if pkgs:
-        out = []
+        out: list[Target] = []
         for item in pkgs if isinstance(pkgs, list) else [pkgs]:
             if isinstance(item, Mapping):
                 out.extend(Target(str(k), None if v is None else str(v)) for k, v in item.items())
@@ -542,7 +542,8 @@ def purged(ctx: StateContext, name: str, version: Any = None, pkgs: Any = None, 
 
 def mod_watch(ctx: StateContext, name: str, sfun: str | None = None, **kwargs: Any) -> dict[str, Any]:
     """A watched state changed: run the watching pkg function again (as Salt does)."""
-    funs = {"installed": installed, "latest": latest, "removed": removed, "purged": purged}
+    funs: dict[str, Callable[..., dict[str, Any]]] = {"installed": installed, "latest": latest, "removed": removed,
+                                                      "purged": purged}
     if sfun in funs:
         return funs[sfun](ctx, name, **kwargs)
     return {"name": name, "changes": {}, "result": False,

@@ -58,7 +58,8 @@ def test_an_option_of_unknown_kind_stops_the_generator(monkeypatch):
         gen_config.render()
 
 
-@pytest.mark.parametrize("page", ["README.md", "docs/README.md", "docs/compile.md", "docs/config.md", "docs/fleet.md"])
+@pytest.mark.parametrize("page", ["README.md", "docs/README.md", "docs/compile.md", "docs/config.md", "docs/fleet.md",
+                                  "docs/development.md"])
 def test_local_links_resolve(page):
     path = os.path.join(REPO, page)
     with open(path, encoding="utf-8") as fh:
