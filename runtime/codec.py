@@ -163,6 +163,47 @@ def unpack(data: bytes | bytearray | memoryview, limits: Limits = DEFAULT_LIMITS
     return obj
 
 
+_MAP_HEADS = frozenset({*range(0x80, 0x90), 0xDE, 0xDF})
+_ARRAY_HEADS = frozenset({*range(0x90, 0xA0), 0xDC, 0xDD})
+
+
+def small_shape(data: bytes | bytearray | memoryview, max_depth: int, max_nodes: int) -> bool:
+    """Whether ``data`` is one msgpack object of at most ``max_nodes`` values in all (containers,
+    their keys and items), nested at most ``max_depth`` deep, found without building anything:
+    a bounded-cost test made before decoding untrusted bytes where the cost matters (a body of
+    a thousand nested arrays costs :func:`unpack` far more to build than to refuse).  A true
+    answer promises nothing else: decode with :func:`unpack`."""
+    size = len(data)
+    reader = msgpack.Unpacker(raw=False, strict_map_key=False, max_buffer_size=max(size, 1), max_str_len=size,
+                              max_bin_len=size, max_ext_len=0, max_array_len=max_nodes, max_map_len=max_nodes)
+    stack = [1]        # values still to read at each open level (the outermost: the one object)
+    nodes = 0
+    try:
+        reader.feed(data)
+        while stack:
+            if stack[-1] == 0:
+                stack.pop()
+                continue
+            stack[-1] -= 1
+            nodes += 1
+            if nodes > max_nodes:
+                return False
+            head = data[reader.tell()]
+            if head in _MAP_HEADS:
+                items = 2 * reader.read_map_header()
+            elif head in _ARRAY_HEADS:
+                items = reader.read_array_header()
+            else:
+                reader.skip()
+                continue
+            if len(stack) > max_depth:
+                return False
+            stack.append(items)
+        return reader.tell() == size
+    except Exception:  # noqa: BLE001 - msgpack's errors for truncated or oversized data
+        return False
+
+
 @dataclass(frozen=True)
 class Envelope:
     enc: str

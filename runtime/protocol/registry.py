@@ -14,7 +14,7 @@ from typing import Any
 from runtime import codec
 from runtime.protocol.auth import AuthHello
 from runtime.protocol.base import Message, MessageClass, ProtocolError, Request
-from runtime.protocol.client import ClientProof, JobQuery, JobReturns, Publish, PublishJob
+from runtime.protocol.client import JOB_LIMITS, ClientProof, JobQuery, JobReturns, Publish, PublishJob
 from runtime.protocol.files import DirList, FileEnvs, FileFind, FileHash, FileList, ServeFile
 from runtime.protocol.session import (
     GrainsUpload,
@@ -49,9 +49,9 @@ SESSION_COMMANDS: Mapping[str, type[SessionRequest[Any]]] = MappingProxyType(
 UNKNOWN_CLASS = MessageClass.AUTH
 
 
-def read_envelope(body: bytes | memoryview) -> codec.Envelope:
+def read_envelope(body: bytes | memoryview, limits: codec.Limits = codec.DEFAULT_LIMITS) -> codec.Envelope:
     """Decode a request body: the one decoding that classification and dispatch share."""
-    return codec.unpack_envelope(body)
+    return codec.unpack_envelope(body, limits)
 
 
 def envelope_class(envelope: codec.Envelope) -> MessageClass:
@@ -63,10 +63,44 @@ def envelope_class(envelope: codec.Envelope) -> MessageClass:
     return request.CLASS if request is not None else UNKNOWN_CLASS
 
 
+_SEALED_PREFIX = codec.pack({"enc": codec.ENC_AES, "load": None})[:-1]    # fixmap(2) "enc" "aes" "load"
+_CLEAR_PREFIX = codec.pack({"enc": codec.ENC_CLEAR, "load": None})[:-1]   # fixmap(2) "enc" "clear" "load"
+# No client request holds more than this (cmd, a body of at most a publish's size, a proof of
+# four fields): the proxy reads nothing bigger.
+CLASSIFY_LIMITS = codec.Limits(max_size=JOB_LIMITS.max_size + 64 * 1024, max_items=32, max_depth=3)
+
+
+# The wire names of the commands a clear request can be granted a class other than a hello's for:
+# a body that does not hold one of them (in any msgpack string encoding the name's UTF-8 bytes
+# appear as they are) cannot decode to such a request.
+_PRIVILEGED_CLEAR_NAMES = tuple(cmd.encode() for cmd, cls in CLEAR_COMMANDS.items() if cls.CLASS is not UNKNOWN_CLASS)
+
+
 def classify(body: bytes | memoryview) -> MessageClass:
-    """The class of a request body, for the request proxy's queues and rate limits."""
+    """The class of a request body, for the request proxy's queues and rate limits, at a cost
+    bounded whatever the body (the proxy reads every request before any rate limit):
+
+    * a sealed envelope as saltpan packs it (``enc`` first): the session's, without decoding.
+      With duplicate keys refused, these bytes decode to a sealed envelope or to nothing a worker
+      accepts, so no other handler can run for them;
+    * a clear envelope naming a client command: decoded with :func:`read_envelope`, the workers'
+      own decoding, within ``CLASSIFY_LIMITS`` (after ``codec.small_shape``, which builds nothing,
+      found it that small), and classified by its command in the command table;
+    * anything else (hellos, undecodable bodies, anything beyond the limits): the hello class,
+      the most tightly limited, which is what the command table gives it anyway.
+    """
+    head = bytes(body[:len(_CLEAR_PREFIX)])
+    if head.startswith(_SEALED_PREFIX):
+        return MessageClass.SESSION
+    if head != _CLEAR_PREFIX or len(body) > CLASSIFY_LIMITS.max_size:
+        return UNKNOWN_CLASS
+    raw = body if isinstance(body, bytes) else bytes(body)
+    if not any(name in raw for name in _PRIVILEGED_CLEAR_NAMES):
+        return UNKNOWN_CLASS
+    if not codec.small_shape(raw, CLASSIFY_LIMITS.max_depth, CLASSIFY_LIMITS.max_items):
+        return UNKNOWN_CLASS
     try:
-        return envelope_class(read_envelope(body))
+        return envelope_class(read_envelope(raw, CLASSIFY_LIMITS))
     except codec.DecodeError:
         return UNKNOWN_CLASS
 

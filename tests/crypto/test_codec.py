@@ -138,3 +138,15 @@ def test_bad_envelopes(obj):
 
 def test_error_load_shape():
     assert codec.error_load("replayed", "seen") == {"error": {"reason": "replayed", "message": "seen"}}
+
+
+def test_small_shape_bounds_values_and_depth_without_building():
+    hello = codec.pack_envelope("clear", {"cmd": "_auth", "v": 1, "id": "web1", "pub": b"k" * 32})
+    assert codec.small_shape(hello, max_depth=3, max_nodes=32)
+    assert not codec.small_shape(hello, max_depth=1, max_nodes=32)          # the load is depth 2
+    assert not codec.small_shape(hello, max_depth=3, max_nodes=8)
+    assert not codec.small_shape(b"\x91" * 5000 + b"\xc0", max_depth=3, max_nodes=32)
+    assert not codec.small_shape(codec.pack(list(range(100))), max_depth=3, max_nodes=32)
+    assert not codec.small_shape(hello[:-3], max_depth=3, max_nodes=32)     # truncated
+    assert not codec.small_shape(hello + b"\x00", max_depth=3, max_nodes=32)  # trailing bytes
+    assert codec.small_shape(codec.pack(b"x" * 100_000), max_depth=1, max_nodes=1)   # bins are skipped
