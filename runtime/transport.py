@@ -33,7 +33,7 @@ import zmq
 
 from runtime import codec
 from runtime.private_files import ensure_private_dir
-from runtime.protocol import MessageClass, classify
+from runtime.protocol.base import MessageClass
 
 RID_SIZE = 8
 MAX_FRAMES = 8
@@ -377,6 +377,9 @@ class RequestProxy:
         self.busy: dict[bytes, float] = {}                      # worker -> when it was given a request
         self._turn = 0
         self._replies: dict[str, bytes] = {}
+        from runtime.protocol.registry import classify  # the command table: only a proxy needs it
+
+        self._classify = classify
         backend.setsockopt(zmq.ROUTER_MANDATORY, 1)
 
     def _note(self, key: str, msg: str, *args: Any) -> None:
@@ -405,7 +408,7 @@ class RequestProxy:
             peer = str(body.get("Peer-Address") or "unknown")
         except (zmq.ZMQError, AttributeError):
             peer = "unknown"
-        kind = classify(body.buffer)
+        kind = self._classify(body.buffer)
         if self.admit is not None:
             refusal = self.admit(peer, kind)
             if refusal is not None:

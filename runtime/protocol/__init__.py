@@ -6,81 +6,122 @@ check of the message, ``to_wire()`` gives the map that travels.  The command tab
 (``COMMANDS``), the request proxy's queues and rate limits (``transport``), the master's
 dispatch (``runtime.master.worker``) and docs/protocol.md §5 are all derived from these classes.
 
-    base.py      MessageClass, ProtocolError, Request/Reply, the field checks
+    base.py      MessageClass, ProtocolError, Request/Reply, the field checks, encode_clear()
     auth.py      _auth (hello and signed reply)
     client.py    publish, job_returns (local users) and their bodies
     session.py   sealed minion requests: heartbeat, publish key, return, pillar, grains, events
     files.py     sealed file server requests
-    registry.py  REQUESTS, COMMANDS, classify(), parse_*_request(), encode_clear()
+    registry.py  REQUESTS, COMMANDS, classify(), parse_*_request()
 
-Adding a master command: see docs/protocol.md, "Adding a command".
+``from runtime import protocol`` loads a module of this package when one of its names is first
+used (``protocol.Publish`` loads client.py only): making forty dataclasses costs tens of
+milliseconds, which ``saltpan run`` need not pay for the messages it never sends.
+
+Adding a master command: see docs/development.md, "Adding a master command".
 """
 
-from runtime.protocol.auth import AuthHello, AuthReply
-from runtime.protocol.base import ErrorReply, Message, MessageClass, Ok, ProtocolError, Reply, Request
-from runtime.protocol.client import (
-    ClientProof,
-    JobQuery,
-    JobReturns,
-    JobReturnsReply,
-    Publish,
-    PublishJob,
-    PublishReply,
-    valid_function_name,
-)
-from runtime.protocol.files import (
-    DirList,
-    DirListReply,
-    FileChunk,
-    FileEnvs,
-    FileEnvsReply,
-    FileFind,
-    FileFindReply,
-    FileHash,
-    FileHashReply,
-    FileList,
-    FileListReply,
-    ServeFile,
-)
-from runtime.protocol.registry import (
-    CLEAR_COMMANDS,
-    COMMANDS,
-    INNER_MESSAGES,
-    REQUESTS,
-    SESSION_COMMANDS,
-    UNKNOWN_CLASS,
-    classify,
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from runtime.protocol.base import (
+    ErrorReply,
+    Message,
+    MessageClass,
+    Ok,
+    ProtocolError,
+    Reply,
+    Request,
     encode_clear,
-    envelope_class,
-    parse_clear_request,
-    parse_session_request,
-    read_envelope,
-)
-from runtime.protocol.session import (
-    MAX_EVENTS_PER_REQUEST,
-    PILLAR_OVERRIDES,
-    EventsReply,
-    GrainsUpload,
-    Heartbeat,
-    HeartbeatReply,
-    JobReturn,
-    MinionEvent,
-    MinionEvents,
-    PillarReply,
-    PillarRequest,
-    PublishKeyReply,
-    PublishKeyRequest,
-    SessionRequest,
 )
 
-__all__ = [
-    "CLEAR_COMMANDS", "COMMANDS", "INNER_MESSAGES", "MAX_EVENTS_PER_REQUEST", "PILLAR_OVERRIDES", "REQUESTS", "SESSION_COMMANDS",
-    "UNKNOWN_CLASS", "AuthHello", "AuthReply", "ClientProof", "DirList", "DirListReply", "ErrorReply",
-    "EventsReply", "FileChunk", "FileEnvs", "FileEnvsReply", "FileFind", "FileFindReply", "FileHash",
-    "FileHashReply", "FileList", "FileListReply", "GrainsUpload", "Heartbeat", "HeartbeatReply", "JobQuery",
-    "JobReturn", "JobReturns", "JobReturnsReply", "Message", "MessageClass", "MinionEvent", "MinionEvents", "Ok",
-    "PillarReply", "PillarRequest", "ProtocolError", "Publish", "PublishJob", "PublishKeyReply",
-    "PublishKeyRequest", "PublishReply", "Reply", "Request", "ServeFile", "SessionRequest", "classify",
-    "encode_clear", "envelope_class", "parse_clear_request", "parse_session_request", "read_envelope",
-    "valid_function_name",
-]
+if TYPE_CHECKING:
+    from runtime.protocol.auth import AuthHello, AuthReply
+    from runtime.protocol.client import (
+        ClientProof,
+        JobQuery,
+        JobReturns,
+        JobReturnsReply,
+        Publish,
+        PublishJob,
+        PublishReply,
+        valid_function_name,
+    )
+    from runtime.protocol.files import (
+        DirList,
+        DirListReply,
+        FileChunk,
+        FileEnvs,
+        FileEnvsReply,
+        FileFind,
+        FileFindReply,
+        FileHash,
+        FileHashReply,
+        FileList,
+        FileListReply,
+        ServeFile,
+    )
+    from runtime.protocol.registry import (
+        CLEAR_COMMANDS,
+        COMMANDS,
+        INNER_MESSAGES,
+        REQUESTS,
+        SESSION_COMMANDS,
+        UNKNOWN_CLASS,
+        classify,
+        envelope_class,
+        parse_clear_request,
+        parse_session_request,
+        read_envelope,
+    )
+    from runtime.protocol.session import (
+        MAX_EVENTS_PER_REQUEST,
+        PILLAR_OVERRIDES,
+        EventsReply,
+        GrainsUpload,
+        Heartbeat,
+        HeartbeatReply,
+        JobReturn,
+        MinionEvent,
+        MinionEvents,
+        PillarReply,
+        PillarRequest,
+        PublishKeyReply,
+        PublishKeyRequest,
+        SessionRequest,
+    )
+
+# name -> the module of this package that defines it (loaded on first use)
+_HOMES = {
+    **dict.fromkeys(("AuthHello", "AuthReply"), "auth"),
+    **dict.fromkeys(("ClientProof", "JobQuery", "JobReturns", "JobReturnsReply", "Publish", "PublishJob",
+                     "PublishReply", "valid_function_name"), "client"),
+    **dict.fromkeys(("DirList", "DirListReply", "FileChunk", "FileEnvs", "FileEnvsReply", "FileFind", "FileFindReply",
+                     "FileHash", "FileHashReply", "FileList", "FileListReply", "ServeFile"), "files"),
+    **dict.fromkeys(("CLEAR_COMMANDS", "COMMANDS", "INNER_MESSAGES", "REQUESTS", "SESSION_COMMANDS", "UNKNOWN_CLASS",
+                     "classify", "envelope_class", "parse_clear_request", "parse_session_request", "read_envelope"),
+                    "registry"),
+    **dict.fromkeys(("MAX_EVENTS_PER_REQUEST", "PILLAR_OVERRIDES", "EventsReply", "GrainsUpload", "Heartbeat",
+                     "HeartbeatReply", "JobReturn", "MinionEvent", "MinionEvents", "PillarReply", "PillarRequest",
+                     "PublishKeyReply", "PublishKeyRequest", "SessionRequest"), "session"),
+}
+
+__all__ = ["AuthHello", "AuthReply", "CLEAR_COMMANDS", "COMMANDS", "ClientProof", "DirList", "DirListReply",
+    "ErrorReply", "EventsReply", "FileChunk", "FileEnvs", "FileEnvsReply", "FileFind", "FileFindReply",
+    "FileHash", "FileHashReply", "FileList", "FileListReply", "GrainsUpload", "Heartbeat", "HeartbeatReply",
+    "INNER_MESSAGES", "JobQuery", "JobReturn", "JobReturns", "JobReturnsReply", "MAX_EVENTS_PER_REQUEST",
+    "Message", "MessageClass", "MinionEvent", "MinionEvents", "Ok", "PILLAR_OVERRIDES", "PillarReply",
+    "PillarRequest", "ProtocolError", "Publish", "PublishJob", "PublishKeyReply", "PublishKeyRequest",
+    "PublishReply", "REQUESTS", "Reply", "Request", "SESSION_COMMANDS", "ServeFile", "SessionRequest",
+    "UNKNOWN_CLASS", "classify", "encode_clear", "envelope_class", "parse_clear_request",
+    "parse_session_request", "read_envelope", "valid_function_name"]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'runtime.protocol' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"runtime.protocol.{home}"), name)
+    globals()[name] = value
+    return value

@@ -14,6 +14,8 @@ import enum
 from collections.abc import Mapping
 from typing import Any, ClassVar, Generic, Self, TypeVar, cast
 
+from runtime import codec
+
 
 class MessageClass(enum.StrEnum):
     """Who may send a request, which decides how the master's request proxy queues and rate-limits it."""
@@ -103,6 +105,13 @@ class Request(Message, Generic[R]):
     def read_reply(self, payload: Any) -> R:
         """The reply to this request, checked (:class:`ProtocolError` when it is not one)."""
         return cast(R, self.REPLY.from_wire(payload))
+
+
+def encode_clear(request: Request[Any]) -> bytes:
+    """A clear request body (``_auth``, ``publish``, ``job_returns``)."""
+    if request.CLASS is MessageClass.SESSION:
+        raise ValueError(f"{request.COMMAND} travels sealed, not clear")
+    return codec.pack_envelope(codec.ENC_CLEAR, request.to_wire())
 
 
 @dataclasses.dataclass(frozen=True)

@@ -13,7 +13,7 @@ from typing import Any
 
 from runtime import codec
 from runtime.protocol.auth import AuthHello
-from runtime.protocol.base import Message, MessageClass, ProtocolError, Request
+from runtime.protocol.base import Message, MessageClass, ProtocolError, Request, encode_clear
 from runtime.protocol.client import JOB_LIMITS, ClientProof, JobQuery, JobReturns, Publish, PublishJob
 from runtime.protocol.files import DirList, FileEnvs, FileFind, FileHash, FileList, ServeFile
 from runtime.protocol.session import (
@@ -26,6 +26,10 @@ from runtime.protocol.session import (
     PublishKeyRequest,
     SessionRequest,
 )
+
+__all__ = ["CLASSIFY_LIMITS", "CLEAR_COMMANDS", "COMMANDS", "INNER_MESSAGES", "REQUESTS", "SESSION_COMMANDS",
+           "UNKNOWN_CLASS", "classify", "encode_clear", "envelope_class", "parse_clear_request",
+           "parse_session_request", "read_envelope"]
 
 # Every request of the protocol, in the order docs/protocol.md lists them.
 REQUESTS: tuple[type[Request[Any]], ...] = (
@@ -128,10 +132,3 @@ def parse_session_request(payload: Any, minion_id: str) -> SessionRequest[Any]:
     if payload.get("id", minion_id) != minion_id:
         raise ProtocolError("id_mismatch", "the request names another minion id than its session's")
     return request.from_wire(payload)
-
-
-def encode_clear(request: Request[Any]) -> bytes:
-    """A clear request body (``_auth``, ``publish``, ``job_returns``)."""
-    if request.CLASS is MessageClass.SESSION:
-        raise ValueError(f"{request.COMMAND} travels sealed, not clear")
-    return codec.pack_envelope(codec.ENC_CLEAR, request.to_wire())

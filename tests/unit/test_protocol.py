@@ -277,3 +277,15 @@ def test_from_wire_is_the_only_constructor_needed_by_handlers() -> None:
     for request in protocol.REQUESTS:
         assert "from_wire" in vars(request), request.__name__
         assert inspect.ismethod(request.from_wire)
+
+
+def test_every_name_of_the_package_resolves_to_its_module() -> None:
+    # runtime.protocol loads its modules on first use: its table of names must say where each lives
+    import sys
+
+    for name in protocol.__all__:
+        value = getattr(protocol, name)
+        home = protocol._HOMES.get(name, "base")
+        assert getattr(sys.modules[f"runtime.protocol.{home}"], name) is value, name
+    for cls in (*protocol.REQUESTS, *(r.REPLY for r in protocol.REQUESTS), *protocol.INNER_MESSAGES):
+        assert cls.__name__ in protocol.__all__, f"{cls.__name__} is not exported by runtime.protocol"
