@@ -430,7 +430,9 @@ class _PillarRun:
                                    f"(minion {self.minion_id}): no driver '{name}' in the ext_pillar package or "
                                    "in <extension_modules>/pillar/"))
             return False, None
-        extra = {"grains": self.grains} if getattr(driver, "accepts_grains", False) else {}
+        extra: dict[str, Any] = {"grains": self.grains} if getattr(driver, "accepts_grains", False) else {}
+        if getattr(driver, "accepts_envs", False):  # the opts a driver gets carry this compile's environments
+            extra["envs"] = {"saltenv": self.saltenv, "pillarenv": self.pillarenv}
         seen = deepcopy(pillar)
         try:
             if isinstance(args, dict):

@@ -27,8 +27,60 @@ def read_data_file(path: str, what: str) -> dict[str, Any]:
 
 def load_opts(config_path: str | None, role: str = "minion") -> dict[str, Any]:
     if config_path:
-        return config_mod.load(config_path, role)
+        opts = config_mod.load(config_path, role)
+        if role == "minion":
+            from runtime.gitfs import uses_git_pillar, uses_gitfs
+
+            if uses_gitfs(opts) or uses_git_pillar(opts):
+                # the git clones are the master's: the cachedir of this config loaded as a master config
+                opts["cachedir"] = config_mod.load(config_path, "master")["cachedir"]
+        return opts
     return config_mod.shipped(role)
+
+
+def prepare_git(args: argparse.Namespace) -> int:
+    """--fetch: fetch the config's git remotes first (gitfs, git_pillar); 1 when one failed, else 0."""
+    if not getattr(args, "fetch", False):
+        return 0
+    opts = load_opts(args.config)
+    from runtime.gitfs import uses_git_pillar, uses_gitfs
+
+    if not (uses_gitfs(opts) or uses_git_pillar(opts)):
+        print("saltpan compile: --fetch: the config has no git remotes (gitfs_remotes with gitfs in "
+              "fileserver_backend, or an ext_pillar git entry)", file=sys.stderr)
+        return 0
+    from runtime.gitfs.remotes import GitConfigError
+    from runtime.gitfs.update import update
+
+    try:
+        results = update(opts)
+    except GitConfigError as exc:
+        raise UsageError(f"{opts.get('conf_file', 'config')}: {exc}") from None
+    failed = 0
+    for result in results:
+        for note in result.notes:
+            print(f"warning: {note}", file=sys.stderr)
+        if not result.ok:
+            failed = 1
+            print(f"error: {result.summary()}", file=sys.stderr)
+    return failed
+
+
+def git_problems(opts: Mapping[str, Any]) -> list[str]:
+    """Why a gitfs remote serves nothing (not fetched yet, damaged cache); a bad git config raises UsageError."""
+    from runtime.gitfs import uses_gitfs
+
+    if not uses_gitfs(opts):
+        return []
+    from runtime import pipeline
+    from runtime.gitfs.remotes import GitConfigError
+
+    try:
+        source = pipeline.file_source(opts)
+    except GitConfigError as exc:
+        raise UsageError(f"{opts.get('conf_file', 'config')}: {exc}") from None
+    problems = getattr(source, "problems", None)
+    return problems() if callable(problems) else []
 
 
 def fleet_grains(opts: Mapping[str, Any], minion_id: str, fleet: str | None = None) -> dict[str, Any]:
@@ -74,10 +126,16 @@ def pillar_compiler(opts: Mapping[str, Any]):
 def run(args: argparse.Namespace) -> int:
     from runtime import fleet_cmd, output
 
+    try:
+        fetch_failed = prepare_git(args)
+    except (ConfigError, UsageError) as exc:
+        print(f"saltpan compile: {exc}", file=sys.stderr)
+        return 2
     if fleet_cmd.wants_fleet(args):
-        return fleet_cmd.run(args)
+        return fleet_cmd.run(args) or fetch_failed
     try:
         opts = load_opts(args.config)
+        problems = git_problems(opts)
         if args.saltenv:
             opts["saltenv"] = args.saltenv
         if args.pillarenv:
@@ -98,17 +156,23 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"saltpan compile: {exc}", file=sys.stderr)
         return 2
+    for problem in problems:
+        print(f"error: {problem}", file=sys.stderr)
+    failed = 1 if problems or fetch_failed else 0
     if show == "pillar":
         result = pillar_compiler(opts).compile(minion_id, grains)
         print(output.render(masker.mask(result.pillar), out, sys.stdout))
         report_errors(result.errors)
+        if not result.errors:  # errors inside data an ext_pillar returned (git_pillar's own compiles)
+            for message in result.pillar.get("_errors") or []:
+                print(f"error: {message}", file=sys.stderr)
         if result.errors and set(grains) == {"id"}:
             print(f"note: minion {minion_id!r} has no grains here (not in the fleet file, no --grains): templates "
                   "that read grains fail; pass --grains FILE or --fleet SOURCE", file=sys.stderr)
-        return 1 if result.errors else 0
+        return 1 if result.errors or result.pillar.get("_errors") else failed
     from runtime import state_cmd
 
-    return state_cmd.show(opts, minion_id, grains, show, out, masker if masker.active else None)
+    return state_cmd.show(opts, minion_id, grains, show, out, masker if masker.active else None) or failed
 
 
 def masker_for(opts: Mapping[str, Any], out: str, unmask: bool):

@@ -133,11 +133,13 @@ class DriverLoader:
 
     def _driver(self, name: str, get: Callable[[], tuple[Callable[..., Any], inspect.Signature | None]]
                 ) -> Callable[..., Any]:
-        def run(minion_id: str, pillar: dict, args: tuple, kwargs: dict[str, Any], grains: Mapping | None) -> Any:
+        def run(minion_id: str, pillar: dict, args: tuple, kwargs: dict[str, Any], grains: Mapping | None,
+                envs: Mapping[str, str | None] | None) -> Any:
             func, signature = get()
             params = signature.parameters if signature else {}
             if "opts" in params:
-                kwargs["opts"] = copy.deepcopy(dict(self.opts))
+                # as Salt's __opts__ for ext_pillar: saltenv and pillarenv are the compile's
+                kwargs["opts"] = copy.deepcopy({**self.opts, **(envs or {})})
             if "grains" in params:
                 kwargs["grains"] = copy.deepcopy(dict(grains or {}))
             if signature is not None:
@@ -147,11 +149,13 @@ class DriverLoader:
                     raise DriverError(f"bad arguments in the ext_pillar configuration: {exc}") from None
             return func(minion_id, pillar, *args, **kwargs)
 
-        def call(minion_id: str, pillar: dict, *args: Any, grains: Mapping | None = None, **kwargs: Any) -> Any:
-            return self.guard.call(name, run, self.timeout, (minion_id, pillar, args, kwargs, grains), {})
+        def call(minion_id: str, pillar: dict, *args: Any, grains: Mapping | None = None,
+                 envs: Mapping[str, str | None] | None = None, **kwargs: Any) -> Any:
+            return self.guard.call(name, run, self.timeout, (minion_id, pillar, args, kwargs, grains, envs), {})
 
         call.__name__ = f"ext_pillar_{name}"
         call.accepts_grains = True  # type: ignore[attr-defined]
+        call.accepts_envs = True  # type: ignore[attr-defined]
         return call
 
 

@@ -33,11 +33,31 @@ def compile_pillar(opts: Mapping[str, Any], minion_id: str, grains: Mapping[str,
     return pillar_compiler(opts).compile(minion_id, grains, pillar_override)
 
 
+def file_source(opts: Mapping[str, Any]) -> FileSource:
+    """The state tree (salt://) as the master's file server has it: ``fileserver_backend`` in order.
+
+    Without gitfs that is file_roots; with gitfs, the cached clones of ``gitfs_remotes`` (read,
+    never fetched, here) and file_roots in the configured order.  Raises GitConfigError for a bad
+    gitfs configuration.
+    """
+    from runtime.gitfs import uses_gitfs
+
+    roots = LocalRoots(opts.get("file_roots") or {})
+    if not uses_gitfs(opts):
+        return roots
+    from runtime.gitfs.remotes import GITFS, backends, gitfs_remotes
+    from runtime.gitfs.repo import cache_root
+    from runtime.gitfs.source import BackendChain, GitfsSource
+
+    git = GitfsSource(gitfs_remotes(opts), cache_root(str(opts.get("cachedir") or ""), GITFS))
+    return BackendChain([roots if name == "roots" else git for name in backends(opts)])
+
+
 def state_compiler(opts: Mapping[str, Any], source: FileSource | None = None,
                    functions: Mapping[str, Callable[..., Any]] | None = None) -> StateCompiler:
     from compiler.highstate import StateCompiler
 
-    return StateCompiler(opts, source or LocalRoots(opts.get("file_roots") or {}), extra_functions=functions)
+    return StateCompiler(opts, source or file_source(opts), extra_functions=functions)
 
 
 @dataclass
