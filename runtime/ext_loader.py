@@ -5,7 +5,8 @@ which shadows a shipped one of the same name) and from the ``ext_pillar``
 package.  A driver is called with Salt's signature ``ext_pillar(minion_id,
 pillar, *args, **kwargs)``; if it also accepts keyword arguments named
 ``opts`` or ``grains`` they are passed too (copies: a driver cannot change the
-configuration or the grains other compiles see).  Modules written for Salt
+configuration or the grains other compiles see; the ``saltenv`` and ``pillarenv``
+in those opts are the compile's, as in Salt's ``__opts__``).  Modules written for Salt
 that read ``__opts__``, ``__grains__`` or ``__salt__`` get those names set on
 the module, for compatibility.
 

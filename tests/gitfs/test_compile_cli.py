@@ -86,3 +86,12 @@ def test_compile_all_serves_gitfs(tmp_path, repos) -> None:
     data = json.loads(result.stdout)
     assert any(c["__id__"] == "db_service" for c in data["db1"])
     assert any(c["__id__"] == "web_site_base" for c in data["web1"])
+
+
+def test_without_git_remotes_pygit2_is_never_imported(tmp_path) -> None:
+    code = ("import sys; from runtime import cli; rc = cli.main(['compile', '--show', 'lowstate', '-m', 'web01']); "
+            "sys.exit(3 if 'pygit2' in sys.modules else rc)")
+    env = {**os.environ, "PYTHONPATH": PROJECT}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env,
+                          cwd=str(tmp_path))
+    assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
