@@ -394,7 +394,11 @@ class Minion:
         from runtime import pipeline
 
         if self._local_pillar_compiler is None:
-            self._local_pillar_compiler = pipeline.pillar_compiler(self.opts)
+            from runtime.modules import ModuleEnv, live_functions
+
+            # masterless: pillar templates call execution functions for real on this minion, as in Salt
+            env = ModuleEnv(opts=self.opts, grains=self.grains, pillar={}, state_source=self.state_source())
+            self._local_pillar_compiler = pipeline.pillar_compiler(self.opts, functions=live_functions(env))
         return self._local_pillar_compiler.compile(self.id, self.grains).pillar
 
     def fresh_pillar(self) -> tuple[dict[str, Any], list]:
