@@ -79,8 +79,7 @@ class Minion:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.events: asyncio.Queue[LocalEvent] | None = None
         self.pending_returns: deque[dict[str, Any]] = deque(maxlen=MAX_PENDING_RETURNS)
-        self.backoff = Backoff(float(opts.get("recon_default", 1.0)), float(opts.get("recon_max", 10.0)),
-                               bool(opts.get("recon_randomize", True)))
+        self.backoff = Backoff.from_opts(opts)  # Salt's recon_* keys, in milliseconds
         self.refusals = RateLimitedLog(log, float(opts.get("refusal_log_interval", 60.0)))
         self.started = False
         self.abandoned: list[dict[str, Any]] = []
