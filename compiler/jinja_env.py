@@ -56,19 +56,26 @@ class TemplateAccessDenied(jinja2.TemplateNotFound):
         self.reason = reason
 
 
-# The key (not a Jinja name: templates cannot reach it) under which a render's context travels with
-# it into every template it imports or includes, at any depth and with or without context.
+# Keys (not Jinja names: templates cannot reach them) of a render's context: the context itself,
+# which travels with the render into every template it imports or includes, at any depth and with or
+# without context; and the modules of the templates imported without context during the render.
 RENDER_CONTEXT = "saltpan:render-context"
+RENDER_MODULES = "saltpan:render-modules"
 
 
 def with_globals(template: jinja2.Template, extra: Mapping[str, Any]) -> jinja2.Template:
     """A copy of a (cached) template whose globals also hold extra (and carry it on to the templates
-    it imports); the cache stays untouched."""
+    it imports); the cache stays untouched.  A render context (extra[RENDER_CONTEXT] is extra) is
+    shared as it is, so one render keeps one context at every depth."""
     bound = object.__new__(type(template))
     bound.__dict__.update(template.__dict__)
-    context = dict(extra)
-    context[RENDER_CONTEXT] = context
-    bound.globals = ChainMap(context, template.globals)
+    if extra.get(RENDER_CONTEXT) is extra:
+        context = extra
+    else:
+        context = dict(extra)
+        context[RENDER_CONTEXT] = context
+        context[RENDER_MODULES] = {}
+    bound.globals = ChainMap(context, template.globals)  # type: ignore[arg-type]
     bound._module = None
     return bound
 
@@ -77,7 +84,10 @@ class SaltTemplate(jinja2.Template):
     """Salt renders with the whole render context in the environment's globals, so every template a
     render loads (``import``, ``from ... import``, ``include``, ``import_yaml`` ..., with or without
     context, at any depth) sees grains, salt, pillar, opts, tpldir, sls ...  Jinja passes globals one
-    level only: these templates take the render context from the importer's context instead."""
+    level only: these templates take the render context from the importer's context instead.
+
+    As in Salt (a fresh Jinja environment per render, whose templates keep their module), a template
+    imported without context is run once per render: its module is kept in the render context."""
 
     def new_context(self, vars: dict[str, Any] | None = None, shared: bool = False,  # noqa: A002
                     locals: Mapping[str, Any] | None = None) -> jinja2.runtime.Context:  # noqa: A002
@@ -90,7 +100,11 @@ class SaltTemplate(jinja2.Template):
         if ctx is not None:
             render = ctx.get(RENDER_CONTEXT)
             if render is not None and RENDER_CONTEXT not in self.globals:
-                return with_globals(self, render).make_module()
+                modules = render[RENDER_MODULES]
+                module = modules.get(id(self))
+                if module is None or module[0] is not self:
+                    module = modules[id(self)] = (self, with_globals(self, render).make_module())
+                return module[1]
         return super()._get_default_module(ctx)
 
 
@@ -198,7 +212,7 @@ def _raise(msg: str) -> None:
 @jinja2.pass_context
 def _show_full_context(ctx: jinja2.runtime.Context) -> Any:
     """Salt's show_full_context(): the template's variables, non-plain values as their repr."""
-    return simple_types({key: value for key, value in ctx.items() if key != RENDER_CONTEXT})
+    return simple_types({key: value for key, value in ctx.items() if key not in (RENDER_CONTEXT, RENDER_MODULES)})
 
 
 def simple_types(data: Any) -> Any:
@@ -257,7 +271,13 @@ def make_environment(source: FileSource, saltenv: str) -> SaltEnvironment:
     )
     env.filters.update(jinja_filters.FILTERS)
     env.filters.update(jinja_host_filters.FILTERS)
-    env.filters["load_yaml"] = _load_filter(yamlload.safe_load)
+    env.filters["yaml"] = jinja_filters.cached_yaml_filter()
+    parsed = yamlload.ParseCache()  # imported map files parse to the same data render after render
+
+    def load_yaml(value: Any) -> Any:
+        return parsed.load(str(value))[0]
+
+    env.filters["load_yaml"] = load_yaml
     env.filters["load_json"] = _load_filter(json.loads)
     env.filters["load_text"] = _load_text
     env.tests.update(jinja_filters.TESTS)

@@ -587,6 +587,44 @@ def yaml_filter(value: Any, flow_style: Any = True) -> Markup:
     return Markup(text)
 
 
+_PLAIN_TYPES = frozenset({str, int, float, bool, type(None)})
+
+
+def _plain_tree(value: Any, budget: list[int]) -> bool:
+    """True when value holds only dicts, lists, tuples and plain scalars (at most budget[0] nodes)."""
+    budget[0] -= 1
+    if budget[0] < 0:
+        return False
+    kind = type(value)
+    if kind in _PLAIN_TYPES:
+        return True
+    if kind is dict:
+        return all(type(k) in _PLAIN_TYPES and _plain_tree(v, budget) for k, v in value.items())
+    if kind is list or kind is tuple:
+        return all(_plain_tree(v, budget) for v in value)
+    return False
+
+
+def cached_yaml_filter(max_entries: int = 2048) -> Callable[..., Markup]:
+    """The `yaml` filter with a bounded cache for plain data: formulas dump the same map again and again
+    (log.debug of their lookups, in every sls that imports the map), and dumping is costly."""
+    cache: dict[tuple[Any, str], Markup] = {}
+
+    def yaml_cached(value: Any, flow_style: Any = True) -> Markup:
+        if not _plain_tree(value, [20000]):
+            return yaml_filter(value, flow_style)
+        key = (flow_style, repr(value))
+        found = cache.get(key)
+        if found is None:
+            found = yaml_filter(value, flow_style)
+            if len(cache) >= max_entries:
+                cache.pop(next(iter(cache)))
+            cache[key] = found
+        return found
+
+    return yaml_cached
+
+
 def json_filter(value: Any, sort_keys: bool = True, indent: int | None = None) -> Markup:
     return Markup(json.dumps(value, sort_keys=sort_keys, indent=indent, ensure_ascii=False).strip())
 

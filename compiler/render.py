@@ -318,7 +318,7 @@ class _MarkingJinja:
             env = self.environment(source_file.saltenv)
             code = env.compile(text, name=source_file.relpath, filename=source_file.display)
             tmpl = self._templates[key] = env.template_class.from_code(env, code, env.make_globals(None), None)
-        return tmpl.render(context)
+        return with_globals(tmpl, context).render(context)
 
 
 def _key_places(lines: dict[tuple, int], line_places: list | None, display: str) -> dict[tuple, tuple[str, int]]:

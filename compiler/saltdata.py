@@ -13,12 +13,15 @@ Execution functions (runtime/modules) and Jinja filters share them:
 
 from __future__ import annotations
 
-import copy
 import fnmatch
+import functools
+import re
 from collections.abc import Mapping, MutableMapping
 from typing import Any
 
 import yaml
+
+from compiler.datacopy import deepcopy
 
 DEFAULT_DELIM = ":"
 
@@ -27,10 +30,33 @@ class FilterByError(ValueError):
     """filter_by given values it cannot combine (Salt raises SaltException)."""
 
 
+# A plain word YAML reads back as the same string (not a bool, null or number): no parse needed.
+_PLAIN_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
+_YAML_WORDS = frozenset({"y", "yes", "n", "no", "true", "false", "on", "off", "null", "none", "nan", "inf"})
+
+
 def yamlify(arg: Any) -> Any:
     """salt.utils.args.yamlify_arg: a string that reads as a YAML scalar becomes that value."""
     if not isinstance(arg, str):
         return arg
+    if _PLAIN_WORD.match(arg) and arg.lower() not in _YAML_WORDS:
+        return arg
+    return _yamlify_text(arg)
+
+
+@functools.lru_cache(maxsize=4096)
+def _yamlify_scalar(arg: str) -> Any:
+    """yamlify of a text that cannot give a mapping or a list (so the cached answer is immutable)."""
+    return _yamlify_parse(arg)
+
+
+def _yamlify_text(arg: str) -> Any:
+    if arg.lstrip().startswith(("{", "[")) or "#" in arg:
+        return _yamlify_parse(arg)
+    return _yamlify_scalar(arg)
+
+
+def _yamlify_parse(arg: str) -> Any:
     stripped = arg.strip()
     if stripped in ("", "---", "..."):
         return arg
@@ -123,7 +149,7 @@ def update(dest: MutableMapping, upd: Mapping, recursive_update: bool = True, me
             dest[key] = update(sub, val, merge_lists=merge_lists)  # type: ignore[arg-type]
         elif isinstance(sub, list) and isinstance(val, list):
             if merge_lists:
-                merged = copy.deepcopy(sub)
+                merged = deepcopy(sub)
                 merged.extend(x for x in val if x not in merged)
                 dest[key] = merged
             else:
@@ -142,7 +168,7 @@ def merge(obj_a: MutableMapping, obj_b: Mapping, strategy: str = "smart", render
     if strategy == "list":
         return {key: [val, obj_b[key]] if key in obj_b else val for key, val in obj_a.items()}
     if strategy in ("recurse", "none"):
-        return update(copy.deepcopy(obj_a), obj_b, merge_lists=merge_lists and strategy == "recurse")
+        return update(deepcopy(obj_a), obj_b, merge_lists=merge_lists and strategy == "recurse")
     if strategy == "aggregate":
         # yamlex aggregation of unmarked data: the top level merges, below it obj_b's values win
         out = dict(obj_a)
@@ -152,8 +178,8 @@ def merge(obj_a: MutableMapping, obj_b: Mapping, strategy: str = "smart", render
         for key in obj_b:
             if key in obj_a:
                 obj_a[key] = obj_b[key]
-        return update(copy.deepcopy(obj_a), obj_b, merge_lists=merge_lists)
-    return update(copy.deepcopy(obj_a), obj_b)  # Salt logs "Unknown merging strategy" and recurses
+        return update(deepcopy(obj_a), obj_b, merge_lists=merge_lists)
+    return update(deepcopy(obj_a), obj_b)  # Salt logs "Unknown merging strategy" and recurses
 
 
 def filter_by(lookup_dict: Mapping, lookup: str, data: Any, merge: Any = None, default: Any = "default",
@@ -180,12 +206,12 @@ def filter_by(lookup_dict: Mapping, lookup: str, data: Any, merge: Any = None, d
         elif isinstance(base_values, Mapping):
             if not isinstance(ret, Mapping):
                 raise FilterByError("filter_by default and look-up values must both be dictionaries.")
-            ret = update(copy.deepcopy(base_values), ret)  # type: ignore[arg-type]
+            ret = update(deepcopy(base_values), ret)  # type: ignore[arg-type]
     if merge:
         if not isinstance(merge, Mapping):
             raise FilterByError("filter_by merge argument must be a dictionary.")
         if ret is None:
             ret = merge
         else:
-            update(ret, copy.deepcopy(merge))
+            update(ret, deepcopy(merge))
     return ret
