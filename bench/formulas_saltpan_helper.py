@@ -27,6 +27,10 @@ def main() -> int:
     parser.add_argument("--reps", type=int, default=5)
     args = parser.parse_args()
 
+    import logging
+
+    logging.disable(logging.CRITICAL)  # as the Salt helper: the formulas' log.debug/warning calls stay quiet
+
     from runtime import compile_cmd, pipeline
 
     results = {}

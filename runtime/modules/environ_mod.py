@@ -12,14 +12,17 @@ log = logging.getLogger("saltpan.modules.environ")
 
 
 def _absent_get(env: Any, key: Any, default: Any = "") -> Any:
+    """the default (the variable is not set)."""
     return False if not isinstance(key, str) else default
 
 
 def _absent_has(env: Any, key: Any, value: Any = None) -> bool:
+    """returns False."""
     return False
 
 
 def _absent_items(env: Any) -> dict:
+    """returns {}."""
     return {}
 
 

@@ -27,10 +27,12 @@ def _error(message: str) -> Exception:
 
 
 def _not_found(env: Any, path: str, *args: Any, **kwargs: Any) -> NoReturn:
+    """raises Salt's error "Path not found: <path>"."""
     raise _error(f"Path not found: {os.path.expanduser(path)}")
 
 
 def _no_dir(env: Any, path: str, *args: Any, **kwargs: Any) -> NoReturn:
+    """raises Salt's error "A valid directory was not specified: <path>"."""
     path = os.path.expanduser(path)
     if not os.path.isabs(path):
         raise _error("Dir path must be absolute.")
@@ -38,6 +40,7 @@ def _no_dir(env: Any, path: str, *args: Any, **kwargs: Any) -> NoReturn:
 
 
 def _no_link(env: Any, path: str, *args: Any, **kwargs: Any) -> NoReturn:
+    """raises Salt's error "A valid link was not specified: <path>"."""
     path = os.path.expandvars(os.path.expanduser(path))
     if not os.path.isabs(path):
         raise _error(f"Path to link must be absolute: {path}")
@@ -45,6 +48,7 @@ def _no_link(env: Any, path: str, *args: Any, **kwargs: Any) -> NoReturn:
 
 
 def _no_file(env: Any, path: str, *args: Any, **kwargs: Any) -> NoReturn:
+    """raises FileNotFoundError, as Salt does for a file that does not exist."""
     raise FileNotFoundError(errno.ENOENT, "No such file or directory", path)
 
 

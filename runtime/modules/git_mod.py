@@ -29,6 +29,7 @@ def _git(cwd: str, *args: str, user: str | None = None) -> str:
 
 
 def _no_checkout(env: Any, cwd: str, *args: Any, **kwargs: Any) -> NoReturn:
+    """raises Salt's error "Path '<cwd>' is not a directory"."""
     raise _error(f"Path '{cwd}' is not a directory")
 
 

@@ -14,7 +14,14 @@ from runtime.modules.registry import pure
 
 log = logging.getLogger("saltpan.modules.pillar")
 
-_NOT_SET = object()
+class _NotSet:
+    """Salt's NOT_SET: no default given ('' then, or an error with pillar_raise_on_missing)."""
+
+    def __repr__(self) -> str:
+        return "NOT_SET"
+
+
+_NOT_SET = _NotSet()
 
 
 @pure

@@ -56,10 +56,12 @@ def _version_answer(pkgs: dict[str, list[str]], names: tuple[str, ...], versions
 
 
 def _absent_version(env: Any, *names: str, **kwargs: Any) -> Any:
+    """'' for one package, {name: ''} for several (nothing is installed)."""
     return _version_answer({}, names, bool(kwargs.get("versions_as_list", False)))
 
 
 def _absent_list(env: Any, *args: Any, **kwargs: Any) -> dict:
+    """returns {}."""
     return {}
 
 
