@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         modules.lookup(fun)
     except modules.FunctionNotFound as exc:
-        print(f"'{fun}' is not available: {exc}", file=sys.stderr)
+        print(str(exc), file=sys.stderr)
         return 1
     env = masterless_env(opts, need_pillar=fun.startswith(("pillar.", "saltutil.")))
     try:

@@ -114,11 +114,12 @@ def function(name: str) -> Function:
     if not isinstance(name, str) or name.count(".") != 1:
         raise FunctionNotFound(f"'{name}' is not a function name of the form module.function")
     mod, fun = name.split(".")
-    if mod not in MODULES or fun.startswith("_"):
-        raise FunctionNotFound(f"'{name}' is not available")
-    found = _module_functions(mod).get(name)
+    if mod not in MODULES:
+        raise FunctionNotFound(f"'{name}' is not available: saltpan has no execution module '{mod}'")
+    found = _module_functions(mod).get(name) if not fun.startswith("_") else None
     if found is None:
-        raise FunctionNotFound(f"'{name}' is not available")
+        known = ", ".join(sorted(n.split(".", 1)[1] for n in _module_functions(mod)))
+        raise FunctionNotFound(f"'{name}' is not available: module '{mod}' has {known}")
     return found
 
 
