@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import shlex
 import shutil
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runtime import cmdrun
 from runtime.modules.registry import constant, reads_host, runs_command
+
+if TYPE_CHECKING:
+    from runtime.modules import ModuleEnv
 
 # The first parameter is `menv` (the ModuleEnv), not `env`: Salt's cmd functions take an `env`
 # keyword (environment variables for the command).
@@ -21,7 +24,7 @@ _NOT_RUN = {"pid": 0, "retcode": 127, "stdout": "", "stderr": ""}
 
 
 @runs_command(absent=constant(_NOT_RUN))
-def run_all(menv: Any, cmd: Any, cwd: str | None = None, runas: str | None = None, shell: str | None = None,
+def run_all(menv: ModuleEnv, cmd: Any, cwd: str | None = None, runas: str | None = None, shell: str | None = None,
             env: Any = None, timeout: float | None = None, python_shell: Any = None, stdin: str | None = None,
             **kwargs: Any) -> dict[str, Any]:
     """Run cmd; return {pid, retcode, stdout, stderr}."""
@@ -41,7 +44,7 @@ def run_all(menv: Any, cmd: Any, cwd: str | None = None, runas: str | None = Non
 
 
 @runs_command(absent=constant(""))
-def run(menv: Any, cmd: Any, **kwargs: Any) -> str:
+def run(menv: ModuleEnv, cmd: Any, **kwargs: Any) -> str:
     """Run cmd; return stdout and stderr combined (as Salt's cmd.run)."""
     res = run_all(menv, cmd, **kwargs)
     out = res["stdout"]
@@ -51,38 +54,38 @@ def run(menv: Any, cmd: Any, **kwargs: Any) -> str:
 
 
 @runs_command(absent=constant(""))
-def run_stdout(menv: Any, cmd: Any, **kwargs: Any) -> str:
+def run_stdout(menv: ModuleEnv, cmd: Any, **kwargs: Any) -> str:
     """Run cmd; return stdout only."""
     return run_all(menv, cmd, **kwargs)["stdout"]
 
 
 @runs_command(absent=constant(""))
-def run_stderr(menv: Any, cmd: Any, **kwargs: Any) -> str:
+def run_stderr(menv: ModuleEnv, cmd: Any, **kwargs: Any) -> str:
     """Run cmd; return stderr only."""
     return run_all(menv, cmd, **kwargs)["stderr"]
 
 
 @runs_command(absent=constant(""))
-def shell(menv: Any, cmd: Any, **kwargs: Any) -> str:
+def shell(menv: ModuleEnv, cmd: Any, **kwargs: Any) -> str:
     """Like run, always through the shell."""
     kwargs["python_shell"] = True
     return run(menv, cmd, **kwargs)
 
 
 @runs_command(absent=constant(127))
-def retcode(menv: Any, cmd: Any, **kwargs: Any) -> int:
+def retcode(menv: ModuleEnv, cmd: Any, **kwargs: Any) -> int:
     """Run cmd; return its exit status."""
     return run_all(menv, cmd, **kwargs)["retcode"]
 
 
 @reads_host(absent=constant(None))
-def which(menv: Any, cmd: str) -> str | None:
+def which(menv: ModuleEnv, cmd: str) -> str | None:
     """The full path of a program on PATH, or None."""
     return shutil.which(cmd)
 
 
 @reads_host(absent=constant(None))
-def which_bin(menv: Any, cmds: list[str]) -> str | None:
+def which_bin(menv: ModuleEnv, cmds: list[str]) -> str | None:
     """The full path of the first of cmds found on PATH, or None."""
     for cmd in cmds:
         found = shutil.which(cmd)
@@ -92,6 +95,6 @@ def which_bin(menv: Any, cmds: list[str]) -> str | None:
 
 
 @reads_host(absent=constant(False))
-def has_exec(menv: Any, cmd: str) -> bool:
+def has_exec(menv: ModuleEnv, cmd: str) -> bool:
     """True when the program is on PATH."""
     return shutil.which(cmd) is not None

@@ -5,10 +5,13 @@ from __future__ import annotations
 import fnmatch
 import logging
 import urllib.parse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compiler import saltdata
 from runtime.modules.registry import pure
+
+if TYPE_CHECKING:
+    from runtime.modules import ModuleEnv
 
 log = logging.getLogger("saltpan.modules.config")
 
@@ -60,13 +63,13 @@ DEFAULTS: dict[str, Any] = {
 _VALID_PROTOS = ("salt", "file", "http", "https", "ftp", "swift", "s3")
 
 
-def _master(env: Any) -> Any:
+def _master(env: ModuleEnv) -> Any:
     master = env.pillar.get("master", {}) if hasattr(env.pillar, "get") else {}
     return master if hasattr(master, "get") else {}
 
 
 @pure
-def get(env: Any, key: str, default: Any = "", delimiter: str = ":", merge: str | None = None,
+def get(env: ModuleEnv, key: str, default: Any = "", delimiter: str = ":", merge: str | None = None,
         omit_opts: bool = False, omit_pillar: bool = False, omit_master: bool = False,
         omit_grains: bool = False) -> Any:
     """The first value found at key in: minion opts, grains, pillar, the master's opts (pillar
@@ -100,7 +103,7 @@ def get(env: Any, key: str, default: Any = "", delimiter: str = ":", merge: str 
 
 
 @pure
-def option(env: Any, value: str, default: Any = None, omit_opts: bool = False, omit_grains: bool = False,
+def option(env: ModuleEnv, value: str, default: Any = None, omit_opts: bool = False, omit_grains: bool = False,
            omit_pillar: bool = False, omit_master: bool = False, omit_all: bool = False,
            wildcard: bool = False) -> Any:
     """The top-level key `value` (no nesting) from opts, grains, pillar, the master's opts or the
@@ -126,7 +129,7 @@ def option(env: Any, value: str, default: Any = None, omit_opts: bool = False, o
 
 
 @pure
-def merge(env: Any, value: str, default: Any = "", omit_opts: bool = False, omit_master: bool = False,
+def merge(env: ModuleEnv, value: str, default: Any = "", omit_opts: bool = False, omit_master: bool = False,
           omit_pillar: bool = False) -> Any:
     """The top-level key `value` from opts, the master's opts and pillar, dicts and lists merged."""
     ret: Any = None
@@ -152,7 +155,7 @@ def merge(env: Any, value: str, default: Any = "", omit_opts: bool = False, omit
 
 
 @pure
-def dot_vals(env: Any, value: str) -> dict[str, Any]:
+def dot_vals(env: ModuleEnv, value: str) -> dict[str, Any]:
     """Every key of the master's opts and the minion opts that starts with `value.`."""
     ret = {k: v for k, v in _master(env).items() if str(k).startswith(f"{value}.")}
     ret.update({k: v for k, v in env.opts.items() if str(k).startswith(f"{value}.")})
@@ -160,25 +163,25 @@ def dot_vals(env: Any, value: str) -> dict[str, Any]:
 
 
 @pure
-def items(env: Any) -> dict[str, Any]:
+def items(env: ModuleEnv) -> dict[str, Any]:
     """The minion's opts."""
     return dict(env.opts)
 
 
 @pure
-def valid_fileproto(env: Any, uri: str) -> bool:
+def valid_fileproto(env: ModuleEnv, uri: str) -> bool:
     """True when uri's scheme is one Salt's file client fetches (salt, file, http, https, ftp, swift, s3)."""
     return urllib.parse.urlparse(uri).scheme in _VALID_PROTOS
 
 
 @pure
-def backup_mode(env: Any, backup: str = "") -> Any:
+def backup_mode(env: ModuleEnv, backup: str = "") -> Any:
     """backup, or the backup_mode option."""
     return backup or option(env, "backup_mode")
 
 
 @pure
-def manage_mode(env: Any, mode: Any) -> str | None:
+def manage_mode(env: ModuleEnv, mode: Any) -> str | None:
     """A file mode as Salt normalises it: quotes and leading zeros gone, zero-padded to 4 digits."""
     if mode is None:
         return None

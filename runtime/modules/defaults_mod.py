@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compiler import saltdata
 from runtime.modules.registry import pure
 
+if TYPE_CHECKING:
+    from runtime.modules import ModuleEnv
+
 
 @pure
-def merge(env: Any, dest: Any, src: Any, merge_lists: bool = False, in_place: bool = True,
+def merge(env: ModuleEnv, dest: Any, src: Any, merge_lists: bool = False, in_place: bool = True,
           convert_none: bool = True) -> Any:
     """Merge src into dest recursively; in place unless in_place=False (then a merged copy)."""
     src = {} if src is None and convert_none else src
@@ -23,13 +26,13 @@ def merge(env: Any, dest: Any, src: Any, merge_lists: bool = False, in_place: bo
 
 
 @pure
-def deepcopy(env: Any, source: Any) -> Any:
+def deepcopy(env: ModuleEnv, source: Any) -> Any:
     """A deep copy of source."""
     return copy.deepcopy(source)
 
 
 @pure
-def update(env: Any, dest: Any, defaults: Any, merge_lists: bool = True, in_place: bool = True,
+def update(env: ModuleEnv, dest: Any, defaults: Any, merge_lists: bool = True, in_place: bool = True,
            convert_none: bool = True) -> Any:
     """Give every value of dest (a dict of nodes) the defaults it lacks: each node becomes
     defaults merged with the node."""
@@ -48,7 +51,7 @@ def update(env: Any, dest: Any, defaults: Any, merge_lists: bool = True, in_plac
 
 
 @pure
-def get(env: Any, key: str, default: Any = "") -> Any:
+def get(env: ModuleEnv, key: str, default: Any = "") -> Any:
     """A value from <formula>/defaults.yaml (or .json) of the state tree: 'formula:a:b'."""
     namespace, _, sub = key.partition(":")
     data = _load(env, namespace)
@@ -57,7 +60,7 @@ def get(env: Any, key: str, default: Any = "") -> Any:
     return data
 
 
-def _load(env: Any, formula: str) -> Any:
+def _load(env: ModuleEnv, formula: str) -> Any:
     source = env.state_source
     if source is None:
         return None

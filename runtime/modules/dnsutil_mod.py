@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 from runtime.modules.registry import pure
 
+if TYPE_CHECKING:
+    from runtime.modules import ModuleEnv
+
 
 @pure
-def serial(env: Any, zone: str = "", update: bool = False) -> str:
+def serial(env: ModuleEnv, zone: str = "", update: bool = False) -> str:
     """The zone's serial: the `dnsserial[_zone]` grain, else today's date as YYYYMMDD01.
     update=True (which Salt stores in a grain) is not supported: saltpan does not write grains."""
     key = f"dnsserial_{zone}" if zone else "dnsserial"

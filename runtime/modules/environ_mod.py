@@ -4,30 +4,33 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runtime.modules.registry import reads_host
+
+if TYPE_CHECKING:
+    from runtime.modules import ModuleEnv
 
 log = logging.getLogger("saltpan.modules.environ")
 
 
-def _absent_get(env: Any, key: Any, default: Any = "") -> Any:
+def _absent_get(env: ModuleEnv, key: Any, default: Any = "") -> Any:
     """the default (the variable is not set)."""
     return False if not isinstance(key, str) else default
 
 
-def _absent_has(env: Any, key: Any, value: Any = None) -> bool:
+def _absent_has(env: ModuleEnv, key: Any, value: Any = None) -> bool:
     """returns False."""
     return False
 
 
-def _absent_items(env: Any) -> dict:
+def _absent_items(env: ModuleEnv) -> dict:
     """returns {}."""
     return {}
 
 
 @reads_host(absent=_absent_get)
-def get(env: Any, key: Any, default: Any = "") -> Any:
+def get(env: ModuleEnv, key: Any, default: Any = "") -> Any:
     """The value of an environment variable (default when unset; False when key is not a string)."""
     if not isinstance(key, str):
         log.debug("environ.get: 'key' argument is not a string type: '%s'", key)
@@ -36,7 +39,7 @@ def get(env: Any, key: Any, default: Any = "") -> Any:
 
 
 @reads_host(absent=_absent_has)
-def has_value(env: Any, key: Any, value: Any = None) -> bool:
+def has_value(env: ModuleEnv, key: Any, value: Any = None) -> bool:
     """True when the variable is set (to value, when given)."""
     if not isinstance(key, str) or key not in os.environ:
         return False
@@ -44,6 +47,6 @@ def has_value(env: Any, key: Any, value: Any = None) -> bool:
 
 
 @reads_host(absent=_absent_items)
-def items(env: Any) -> dict[str, str]:
+def items(env: ModuleEnv) -> dict[str, str]:
     """Every environment variable."""
     return dict(os.environ)

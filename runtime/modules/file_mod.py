@@ -15,9 +15,12 @@ import os
 import pwd
 import re
 import stat
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from runtime.modules.registry import constant, pure, reads_host
+
+if TYPE_CHECKING:
+    from runtime.modules import ModuleEnv
 
 
 def _error(message: str) -> Exception:
@@ -26,12 +29,12 @@ def _error(message: str) -> Exception:
     return CommandError(message)
 
 
-def _not_found(env: Any, path: str, *args: Any, **kwargs: Any) -> NoReturn:
+def _not_found(env: ModuleEnv, path: str, *args: Any, **kwargs: Any) -> NoReturn:
     """raises Salt's error "Path not found: <path>"."""
     raise _error(f"Path not found: {os.path.expanduser(path)}")
 
 
-def _no_dir(env: Any, path: str, *args: Any, **kwargs: Any) -> NoReturn:
+def _no_dir(env: ModuleEnv, path: str, *args: Any, **kwargs: Any) -> NoReturn:
     """raises Salt's error "A valid directory was not specified: <path>"."""
     path = os.path.expanduser(path)
     if not os.path.isabs(path):
@@ -39,7 +42,7 @@ def _no_dir(env: Any, path: str, *args: Any, **kwargs: Any) -> NoReturn:
     raise _error(f"A valid directory was not specified: {path}")
 
 
-def _no_link(env: Any, path: str, *args: Any, **kwargs: Any) -> NoReturn:
+def _no_link(env: ModuleEnv, path: str, *args: Any, **kwargs: Any) -> NoReturn:
     """raises Salt's error "A valid link was not specified: <path>"."""
     path = os.path.expandvars(os.path.expanduser(path))
     if not os.path.isabs(path):
@@ -47,7 +50,7 @@ def _no_link(env: Any, path: str, *args: Any, **kwargs: Any) -> NoReturn:
     raise _error(f"A valid link was not specified: {path}")
 
 
-def _no_file(env: Any, path: str, *args: Any, **kwargs: Any) -> NoReturn:
+def _no_file(env: ModuleEnv, path: str, *args: Any, **kwargs: Any) -> NoReturn:
     """raises FileNotFoundError, as Salt does for a file that does not exist."""
     raise FileNotFoundError(errno.ENOENT, "No such file or directory", path)
 
@@ -56,25 +59,25 @@ def _no_file(env: Any, path: str, *args: Any, **kwargs: Any) -> NoReturn:
 
 
 @pure
-def join(env: Any, *args: str) -> str:
+def join(env: ModuleEnv, *args: str) -> str:
     """os.path.join of the arguments."""
     return os.path.join(*args)
 
 
 @pure
-def dirname(env: Any, path: str) -> str:
+def dirname(env: ModuleEnv, path: str) -> str:
     """os.path.dirname."""
     return os.path.dirname(path)
 
 
 @pure
-def basename(env: Any, path: str) -> str:
+def basename(env: ModuleEnv, path: str) -> str:
     """os.path.basename."""
     return os.path.basename(path)
 
 
 @pure
-def normpath(env: Any, path: str) -> str:
+def normpath(env: ModuleEnv, path: str) -> str:
     """os.path.normpath."""
     return os.path.normpath(path)
 
@@ -83,25 +86,25 @@ def normpath(env: Any, path: str) -> str:
 
 
 @reads_host(absent=constant(False))
-def file_exists(env: Any, path: str) -> bool:
+def file_exists(env: ModuleEnv, path: str) -> bool:
     """True when path is a regular file (or a link to one)."""
     return os.path.isfile(os.path.expanduser(path))
 
 
 @reads_host(absent=constant(False))
-def directory_exists(env: Any, path: str) -> bool:
+def directory_exists(env: ModuleEnv, path: str) -> bool:
     """True when path is a directory."""
     return os.path.isdir(os.path.expanduser(path))
 
 
 @reads_host(absent=constant(False))
-def path_exists_glob(env: Any, path: str) -> bool:
+def path_exists_glob(env: ModuleEnv, path: str) -> bool:
     """True when the glob matches something."""
     return bool(globmod.glob(os.path.expanduser(path)))
 
 
 @reads_host(absent=_no_dir)
-def readdir(env: Any, path: str) -> list[str]:
+def readdir(env: ModuleEnv, path: str) -> list[str]:
     """'.', '..' and the entries of a directory (an absolute path)."""
     path = os.path.expanduser(path)
     if not os.path.isabs(path):
@@ -112,7 +115,7 @@ def readdir(env: Any, path: str) -> list[str]:
 
 
 @reads_host(absent=constant(False))
-def contains(env: Any, path: str, text: Any) -> bool:
+def contains(env: ModuleEnv, path: str, text: Any) -> bool:
     """True when the file holds text (stripped)."""
     path = os.path.expanduser(path)
     if not os.path.exists(path):
@@ -125,7 +128,7 @@ def contains(env: Any, path: str, text: Any) -> bool:
 
 
 @reads_host(absent=constant(False))
-def contains_regex(env: Any, path: str, regex: str, lchar: str = "") -> bool:
+def contains_regex(env: ModuleEnv, path: str, regex: str, lchar: str = "") -> bool:
     """True when a line of the file matches regex (lchar stripped from the left of each line)."""
     path = os.path.expanduser(path)
     if not os.path.exists(path):
@@ -143,7 +146,7 @@ def contains_regex(env: Any, path: str, regex: str, lchar: str = "") -> bool:
 
 
 @reads_host(absent=constant(False))
-def contains_glob(env: Any, path: str, glob_expr: str) -> bool:
+def contains_glob(env: ModuleEnv, path: str, glob_expr: str) -> bool:
     """True when a line of the file matches the glob."""
     import fnmatch
 
@@ -174,7 +177,7 @@ def _stats(path: str, follow_symlinks: bool = True, hash_type: str | None = None
         "mode": oct(stat.S_IMODE(st.st_mode)).replace("0o", "0").lstrip("0").zfill(4),
     }
     if hash_type:
-        ret["sum"] = get_hash(None, path, hash_type)
+        ret["sum"] = _digest(path, hash_type)
     kinds = ((stat.S_ISDIR, "dir"), (stat.S_ISCHR, "char"), (stat.S_ISBLK, "block"), (stat.S_ISREG, "file"),
              (stat.S_ISLNK, "link"), (stat.S_ISFIFO, "pipe"), (stat.S_ISSOCK, "socket"))
     ret["type"] = "file"
@@ -200,51 +203,55 @@ def _group_name(gid: int) -> Any:
 
 
 @reads_host(absent=_not_found)
-def stats(env: Any, path: str, hash_type: str | None = None, follow_symlinks: bool = True) -> dict[str, Any]:
+def stats(env: ModuleEnv, path: str, hash_type: str | None = None, follow_symlinks: bool = True) -> dict[str, Any]:
     """inode, uid, gid, user, group, times, size, mode, type and target of a path."""
     return _stats(path, follow_symlinks, hash_type)
 
 
 @reads_host(absent=_not_found)
-def get_user(env: Any, path: str, follow_symlinks: bool = True) -> Any:
+def get_user(env: ModuleEnv, path: str, follow_symlinks: bool = True) -> Any:
     """The owner's name."""
     return _stats(path, follow_symlinks).get("user", False)
 
 
 @reads_host(absent=_not_found)
-def get_group(env: Any, path: str, follow_symlinks: bool = True) -> Any:
+def get_group(env: ModuleEnv, path: str, follow_symlinks: bool = True) -> Any:
     """The group's name."""
     return _stats(path, follow_symlinks).get("group", False)
 
 
 @reads_host(absent=_not_found)
-def get_uid(env: Any, path: str, follow_symlinks: bool = True) -> Any:
+def get_uid(env: ModuleEnv, path: str, follow_symlinks: bool = True) -> Any:
     """The owner's uid."""
     return _stats(path, follow_symlinks).get("uid", -1)
 
 
 @reads_host(absent=_not_found)
-def get_gid(env: Any, path: str, follow_symlinks: bool = True) -> Any:
+def get_gid(env: ModuleEnv, path: str, follow_symlinks: bool = True) -> Any:
     """The group's gid."""
     return _stats(path, follow_symlinks).get("gid", -1)
 
 
 @reads_host(absent=_not_found)
-def get_mode(env: Any, path: str, follow_symlinks: bool = True) -> Any:
+def get_mode(env: ModuleEnv, path: str, follow_symlinks: bool = True) -> Any:
     """The permission bits, as '0644'."""
     return _stats(path, follow_symlinks).get("mode", "")
 
 
 @reads_host(absent=_no_file)
-def read(env: Any, path: str, binary: bool = False) -> str | bytes:
+def read(env: ModuleEnv, path: str, binary: bool = False) -> str | bytes:
     """The contents of a file."""
     with open(path, "rb" if binary is True else "r") as fh:
         return fh.read()
 
 
 @reads_host(absent=_no_file)
-def get_hash(env: Any, path: str, form: str = "sha256", chunk_size: int = 65536) -> str:
+def get_hash(env: ModuleEnv, path: str, form: str = "sha256", chunk_size: int = 65536) -> str:
     """Hex digest of a file."""
+    return _digest(path, form, chunk_size)
+
+
+def _digest(path: str, form: str, chunk_size: int = 65536) -> str:
     if not hasattr(hashlib, form):
         raise ValueError(f"Invalid hash type: {form}")
     digest = getattr(hashlib, form)()
@@ -255,13 +262,13 @@ def get_hash(env: Any, path: str, form: str = "sha256", chunk_size: int = 65536)
 
 
 @reads_host(absent=constant(False))
-def is_link(env: Any, path: str, nostat: bool = False) -> bool:
+def is_link(env: ModuleEnv, path: str, nostat: bool = False) -> bool:
     """True when path is a symlink."""
     return os.path.islink(os.path.expanduser(path))
 
 
 @reads_host(absent=_no_link)
-def readlink(env: Any, path: str, canonicalize: bool = False) -> str:
+def readlink(env: ModuleEnv, path: str, canonicalize: bool = False) -> str:
     """The target of a symlink (an absolute path)."""
     path = os.path.expandvars(os.path.expanduser(path))
     if not os.path.isabs(path):
@@ -279,25 +286,25 @@ def _is_kind(path: str, test: Any) -> bool:
 
 
 @reads_host(absent=constant(False))
-def is_blkdev(env: Any, name: str) -> bool:
+def is_blkdev(env: ModuleEnv, name: str) -> bool:
     """True when name is a block device."""
     return _is_kind(name, stat.S_ISBLK)
 
 
 @reads_host(absent=constant(False))
-def is_chrdev(env: Any, name: str) -> bool:
+def is_chrdev(env: ModuleEnv, name: str) -> bool:
     """True when name is a character device."""
     return _is_kind(name, stat.S_ISCHR)
 
 
 @reads_host(absent=constant(False))
-def is_fifo(env: Any, name: str) -> bool:
+def is_fifo(env: ModuleEnv, name: str) -> bool:
     """True when name is a FIFO."""
     return _is_kind(name, stat.S_ISFIFO)
 
 
 @reads_host(absent=constant({}))
-def lstat(env: Any, path: str) -> dict[str, Any]:
+def lstat(env: ModuleEnv, path: str) -> dict[str, Any]:
     """os.lstat fields of an absolute path ({} when it does not exist)."""
     path = os.path.expanduser(path)
     if not os.path.isabs(path):

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import subprocess
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from runtime.modules.registry import runs_command
+
+if TYPE_CHECKING:
+    from runtime.modules import ModuleEnv
 
 
 def _error(message: str) -> Exception:
@@ -28,20 +31,20 @@ def _git(cwd: str, *args: str, user: str | None = None) -> str:
     return res.stdout.strip()
 
 
-def _no_checkout(env: Any, cwd: str, *args: Any, **kwargs: Any) -> NoReturn:
+def _no_checkout(env: ModuleEnv, cwd: str, *args: Any, **kwargs: Any) -> NoReturn:
     """raises Salt's error "Path '<cwd>' is not a directory"."""
     raise _error(f"Path '{cwd}' is not a directory")
 
 
 @runs_command(absent=_no_checkout)
-def current_branch(env: Any, cwd: str, user: str | None = None, password: str | None = None,
+def current_branch(env: ModuleEnv, cwd: str, user: str | None = None, password: str | None = None,
                    ignore_retcode: bool = False, output_encoding: str | None = None) -> str:
     """The branch checked out in cwd."""
     return _git(cwd, "rev-parse", "--abbrev-ref", "HEAD")
 
 
 @runs_command(absent=_no_checkout)
-def revision(env: Any, cwd: str, rev: str = "HEAD", short: bool = False, user: str | None = None,
+def revision(env: ModuleEnv, cwd: str, rev: str = "HEAD", short: bool = False, user: str | None = None,
              password: str | None = None, ignore_retcode: bool = False, output_encoding: str | None = None) -> str:
     """The commit id of rev in cwd."""
     return _git(cwd, "rev-parse", *(["--short"] if short else []), rev)

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import grp
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runtime.modules.registry import constant, reads_host
+
+if TYPE_CHECKING:
+    from runtime.modules import ModuleEnv
 
 
 def _format(entry: grp.struct_group) -> dict[str, Any]:
@@ -13,7 +16,7 @@ def _format(entry: grp.struct_group) -> dict[str, Any]:
 
 
 @reads_host(absent=constant({}))
-def info(env: Any, name: str, root: str | None = None) -> dict[str, Any]:
+def info(env: ModuleEnv, name: str, root: str | None = None) -> dict[str, Any]:
     """name, gid, members of a group ({} when there is no such group)."""
     try:
         return _format(grp.getgrnam(str(name)))
@@ -22,6 +25,6 @@ def info(env: Any, name: str, root: str | None = None) -> dict[str, Any]:
 
 
 @reads_host(absent=constant([]))
-def getent(env: Any, refresh: bool = False, root: str | None = None) -> list[dict[str, Any]]:
+def getent(env: ModuleEnv, refresh: bool = False, root: str | None = None) -> list[dict[str, Any]]:
     """info of every group."""
     return [_format(g) for g in grp.getgrall()]

@@ -5,21 +5,24 @@ from __future__ import annotations
 import copy
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compiler import match as matching
 from compiler import saltdata
 from runtime.modules.registry import pure
 
+if TYPE_CHECKING:
+    from runtime.modules import ModuleEnv
+
 log = logging.getLogger("saltpan.modules.match")
 
 
-def _minion(env: Any, minion_id: Any = None) -> matching.Minion:
+def _minion(env: ModuleEnv, minion_id: Any = None) -> matching.Minion:
     own = env.opts.get("id") or env.grains.get("id") or ""
     return matching.Minion(str(minion_id) if minion_id is not None else str(own), env.grains, env.pillar)
 
 
-def _match(env: Any, tgt_type: str, tgt: Any, minion_id: Any = None, delimiter: str = ":") -> bool:
+def _match(env: ModuleEnv, tgt_type: str, tgt: Any, minion_id: Any = None, delimiter: str = ":") -> bool:
     try:
         return matching.match_one(tgt_type, tgt, _minion(env, minion_id), env.opts.get("nodegroups") or {},
                                   delimiter)
@@ -29,61 +32,61 @@ def _match(env: Any, tgt_type: str, tgt: Any, minion_id: Any = None, delimiter: 
 
 
 @pure
-def compound(env: Any, tgt: Any, minion_id: Any = None) -> bool:
+def compound(env: ModuleEnv, tgt: Any, minion_id: Any = None) -> bool:
     """Compound target (G@ E@ L@ I@ P@ J@ S@ N@, and/or/not)."""
     return _match(env, "compound", tgt, minion_id)
 
 
 @pure
-def glob(env: Any, tgt: Any, minion_id: Any = None) -> bool:
+def glob(env: ModuleEnv, tgt: Any, minion_id: Any = None) -> bool:
     """Glob on the minion id."""
     return _match(env, "glob", tgt, minion_id)
 
 
 @pure
-def pcre(env: Any, tgt: Any, minion_id: Any = None) -> bool:
+def pcre(env: ModuleEnv, tgt: Any, minion_id: Any = None) -> bool:
     """Regular expression on the minion id."""
     return _match(env, "pcre", tgt, minion_id)
 
 
 @pure(name="list")
-def list_(env: Any, tgt: Any, minion_id: Any = None) -> bool:
+def list_(env: ModuleEnv, tgt: Any, minion_id: Any = None) -> bool:
     """The minion id is in the list (a list or a comma-separated string)."""
     return _match(env, "list", tgt, minion_id)
 
 
 @pure
-def grain(env: Any, tgt: Any, delimiter: str = ":") -> bool:
+def grain(env: ModuleEnv, tgt: Any, delimiter: str = ":") -> bool:
     """Grain glob: 'os:Debian'."""
     return _match(env, "grain", tgt, None, delimiter)
 
 
 @pure
-def grain_pcre(env: Any, tgt: Any, delimiter: str = ":") -> bool:
+def grain_pcre(env: ModuleEnv, tgt: Any, delimiter: str = ":") -> bool:
     """Grain regular expression."""
     return _match(env, "grain_pcre", tgt, None, delimiter)
 
 
 @pure
-def pillar(env: Any, tgt: Any, delimiter: str = ":") -> bool:
+def pillar(env: ModuleEnv, tgt: Any, delimiter: str = ":") -> bool:
     """Pillar glob: 'role:web'."""
     return _match(env, "pillar", tgt, None, delimiter)
 
 
 @pure
-def pillar_pcre(env: Any, tgt: Any, delimiter: str = ":") -> bool:
+def pillar_pcre(env: ModuleEnv, tgt: Any, delimiter: str = ":") -> bool:
     """Pillar regular expression."""
     return _match(env, "pillar_pcre", tgt, None, delimiter)
 
 
 @pure
-def ipcidr(env: Any, tgt: Any) -> bool:
+def ipcidr(env: ModuleEnv, tgt: Any) -> bool:
     """One of the minion's addresses (ipv4/ipv6 grains) is in the network."""
     return _match(env, "ipcidr", tgt)
 
 
 @pure
-def data(env: Any, tgt: Any) -> bool:
+def data(env: ModuleEnv, tgt: Any) -> bool:
     """Minion datastore match: saltpan has no minion datastore, so never."""
     return False
 
@@ -100,7 +103,7 @@ def _target(tgt_type: str) -> Any:
 
 
 @pure
-def filter_by(env: Any, lookup: Mapping, tgt_type: str = "compound", minion_id: Any = None, merge: Any = None,
+def filter_by(env: ModuleEnv, lookup: Mapping, tgt_type: str = "compound", minion_id: Any = None, merge: Any = None,
               merge_lists: bool = False, default: str = "default") -> Any:
     """The value of the first key of lookup that matches this minion as a target of tgt_type."""
     matcher = _target(tgt_type)
@@ -119,7 +122,7 @@ def filter_by(env: Any, lookup: Mapping, tgt_type: str = "compound", minion_id: 
 
 
 @pure
-def search_by(env: Any, lookup: Mapping, tgt_type: str = "compound", minion_id: Any = None) -> list | None:
+def search_by(env: ModuleEnv, lookup: Mapping, tgt_type: str = "compound", minion_id: Any = None) -> list | None:
     """The keys of lookup whose list holds a target matching this minion (None when none does)."""
     matcher = _target(tgt_type)
     found = []
@@ -132,7 +135,7 @@ def search_by(env: Any, lookup: Mapping, tgt_type: str = "compound", minion_id: 
     return found or None
 
 
-def ifelse(env: Any, *args: Any, tgt_type: str = "compound", minion_id: Any = None, merge: Any = None,
+def ifelse(env: ModuleEnv, *args: Any, tgt_type: str = "compound", minion_id: Any = None, merge: Any = None,
            merge_lists: bool = False) -> Any:
     """Salt's `ifelse` Jinja global: target, value, target, value, ..., default."""
     if len(args) % 2 == 0:

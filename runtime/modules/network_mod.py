@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import ipaddress
 import logging
-from typing import Any
+from typing import TYPE_CHECKING
 
 from runtime.modules.registry import pure
+
+if TYPE_CHECKING:
+    from runtime.modules import ModuleEnv
 
 log = logging.getLogger("saltpan.modules.network")
 
 
 @pure
-def calc_net(env: Any, ip_addr: str, netmask: str | None = None) -> str:
+def calc_net(env: ModuleEnv, ip_addr: str, netmask: str | None = None) -> str:
     """The network of an address with a prefix or netmask: '10.1.2.3/24' -> '10.1.2.0/24'."""
     if netmask is not None:
         ip_addr = f"{ip_addr}/{netmask}"
@@ -33,19 +36,19 @@ def _in_subnet(cidr: str, addrs: list[str]) -> bool:
 
 
 @pure
-def ip_in_subnet(env: Any, ip_addr: str, cidr: str) -> bool:
+def ip_in_subnet(env: ModuleEnv, ip_addr: str, cidr: str) -> bool:
     """True when ip_addr is in the network cidr."""
     return _in_subnet(cidr, [ip_addr])
 
 
 @pure
-def in_subnet(env: Any, cidr: str) -> bool:
+def in_subnet(env: ModuleEnv, cidr: str) -> bool:
     """True when one of this minion's addresses is in the network cidr."""
     return _in_subnet(cidr, _addrs(env, None, False, 4) + _addrs(env, None, False, 6))
 
 
 @pure
-def convert_cidr(env: Any, cidr: str) -> dict[str, str]:
+def convert_cidr(env: ModuleEnv, cidr: str) -> dict[str, str]:
     """{network, netmask, broadcast} of a CIDR."""
     net = ipaddress.ip_network(calc_net(env, cidr))
     return {"network": str(net.network_address), "netmask": str(net.netmask),
@@ -53,30 +56,30 @@ def convert_cidr(env: Any, cidr: str) -> dict[str, str]:
 
 
 @pure
-def is_private(env: Any, ip_addr: str) -> bool:
+def is_private(env: ModuleEnv, ip_addr: str) -> bool:
     """True for a private address."""
     return ipaddress.ip_address(ip_addr).is_private
 
 
 @pure
-def is_loopback(env: Any, ip_addr: str) -> bool:
+def is_loopback(env: ModuleEnv, ip_addr: str) -> bool:
     """True for a loopback address."""
     return ipaddress.ip_address(ip_addr).is_loopback
 
 
 @pure
-def reverse_ip(env: Any, ip_addr: str) -> str:
+def reverse_ip(env: ModuleEnv, ip_addr: str) -> str:
     """The reverse-DNS name of an address."""
     return ipaddress.ip_address(ip_addr).reverse_pointer
 
 
 @pure
-def iphexval(env: Any, ip: str) -> str:
+def iphexval(env: ModuleEnv, ip: str) -> str:
     """An IPv4 address in hexadecimal ('10.0.0.1' -> '0A000001')."""
     return "".join(f"{int(x):02X}" for x in ip.split("."))
 
 
-def _addrs(env: Any, interface: str | None, include_loopback: bool, version: int) -> list[str]:
+def _addrs(env: ModuleEnv, interface: str | None, include_loopback: bool, version: int) -> list[str]:
     grains = env.grains
     if interface:
         by_iface = grains.get(f"ip{version}_interfaces") or {}
@@ -95,7 +98,7 @@ def _addrs(env: Any, interface: str | None, include_loopback: bool, version: int
 
 
 @pure
-def ip_addrs(env: Any, interface: str | None = None, include_loopback: bool = False, cidr: str | None = None,
+def ip_addrs(env: ModuleEnv, interface: str | None = None, include_loopback: bool = False, cidr: str | None = None,
              type: str | None = None) -> list[str]:  # noqa: A002 - Salt's argument name
     """This minion's IPv4 addresses (from its grains), optionally within cidr, public or private."""
     addrs = _addrs(env, interface, include_loopback, 4)
@@ -109,7 +112,7 @@ def ip_addrs(env: Any, interface: str | None = None, include_loopback: bool = Fa
 
 
 @pure
-def ip_addrs6(env: Any, interface: str | None = None, include_loopback: bool = False,
+def ip_addrs6(env: ModuleEnv, interface: str | None = None, include_loopback: bool = False,
               cidr: str | None = None) -> list[str]:
     """This minion's IPv6 addresses (from its grains), optionally within cidr."""
     addrs = _addrs(env, interface, include_loopback, 6)
@@ -117,12 +120,12 @@ def ip_addrs6(env: Any, interface: str | None = None, include_loopback: bool = F
 
 
 @pure
-def get_hostname(env: Any) -> str:
+def get_hostname(env: ModuleEnv) -> str:
     """This minion's host name (its `host` grain)."""
     return str(env.grains.get("host") or env.grains.get("localhost") or "")
 
 
 @pure
-def get_fqdn(env: Any) -> str:
+def get_fqdn(env: ModuleEnv) -> str:
     """This minion's fully qualified name (its `fqdn` grain)."""
     return str(env.grains.get("fqdn") or "")

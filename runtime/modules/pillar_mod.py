@@ -6,11 +6,14 @@ import copy
 import logging
 import posixpath
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compiler import merge as merge_mod
 from compiler import saltdata
 from runtime.modules.registry import pure
+
+if TYPE_CHECKING:
+    from runtime.modules import ModuleEnv
 
 log = logging.getLogger("saltpan.modules.pillar")
 
@@ -25,7 +28,7 @@ _NOT_SET = _NotSet()
 
 
 @pure
-def get(env: Any, key: str, default: Any = _NOT_SET, merge: bool = False, merge_nested_lists: bool | None = None,
+def get(env: ModuleEnv, key: str, default: Any = _NOT_SET, merge: bool = False, merge_nested_lists: bool | None = None,
         delimiter: str = ":", pillarenv: str | None = None, saltenv: str | None = None,
         unmask: bool | None = None) -> Any:
     """A pillar value; nested keys separated by delimiter (':').  merge=True merges a dict (or
@@ -60,7 +63,7 @@ def get(env: Any, key: str, default: Any = _NOT_SET, merge: bool = False, merge_
 
 
 @pure
-def fetch(env: Any, key: str, default: Any = _NOT_SET, merge: bool = False, merge_nested_lists: bool | None = None,
+def fetch(env: ModuleEnv, key: str, default: Any = _NOT_SET, merge: bool = False, merge_nested_lists: bool | None = None,
           delimiter: str = ":", pillarenv: str | None = None, saltenv: str | None = None,
           unmask: bool | None = None) -> Any:
     """Same as pillar.get."""
@@ -68,7 +71,7 @@ def fetch(env: Any, key: str, default: Any = _NOT_SET, merge: bool = False, merg
 
 
 @pure
-def items(env: Any, *args: Any, pillar: dict | None = None, pillar_enc: str | None = None,
+def items(env: ModuleEnv, *args: Any, pillar: dict | None = None, pillar_enc: str | None = None,
           pillarenv: str | None = None, saltenv: str | None = None, unmask: bool | None = None) -> Any:
     """A freshly compiled pillar (the in-memory pillar is left as it is); with key arguments,
     pillar.item of them.  While rendering a pillar or state tree offline: the pillar being used."""
@@ -84,14 +87,14 @@ def items(env: Any, *args: Any, pillar: dict | None = None, pillar_enc: str | No
 
 
 @pure
-def data(env: Any, *args: Any, pillar: dict | None = None, pillar_enc: str | None = None,
+def data(env: ModuleEnv, *args: Any, pillar: dict | None = None, pillar_enc: str | None = None,
          pillarenv: str | None = None, saltenv: str | None = None, unmask: bool | None = None) -> Any:
     """Same as pillar.items."""
     return items(env, *args, pillar=pillar, pillar_enc=pillar_enc, pillarenv=pillarenv, saltenv=saltenv)
 
 
 @pure
-def item(env: Any, *args: str, default: Any = None, delimiter: str | None = None, pillarenv: str | None = None,
+def item(env: ModuleEnv, *args: str, default: Any = None, delimiter: str | None = None, pillarenv: str | None = None,
          saltenv: str | None = None, unmask: bool | None = None) -> dict[str, Any]:
     """{key: value} for each key given (default '' when missing)."""
     default = "" if default is None else default
@@ -101,7 +104,7 @@ def item(env: Any, *args: str, default: Any = None, delimiter: str | None = None
 
 
 @pure
-def raw(env: Any, key: str | None = None, unmask: bool | None = None) -> Any:
+def raw(env: ModuleEnv, key: str | None = None, unmask: bool | None = None) -> Any:
     """The in-memory pillar (or the top-level key of it, {} when missing)."""
     if key:
         return env.pillar.get(key, {})
@@ -109,14 +112,14 @@ def raw(env: Any, key: str | None = None, unmask: bool | None = None) -> Any:
 
 
 @pure
-def ls(env: Any, *args: Any, pillar: dict | None = None, pillar_enc: str | None = None,
+def ls(env: ModuleEnv, *args: Any, pillar: dict | None = None, pillar_enc: str | None = None,
        pillarenv: str | None = None, saltenv: str | None = None, unmask: bool | None = None) -> list[str]:
     """Top-level keys of a fresh pillar (as pillar.items)."""
     return list(items(env, *args, pillar=pillar, pillarenv=pillarenv, saltenv=saltenv))
 
 
 @pure
-def keys(env: Any, key: str, delimiter: str = ":", unmask: bool | None = None) -> list[str]:
+def keys(env: ModuleEnv, key: str, delimiter: str = ":", unmask: bool | None = None) -> list[str]:
     """Keys of the dict at key; an error when key is missing or not a dict."""
     value = saltdata.traverse(env.pillar, key, KeyError, delimiter)
     if value is KeyError:
@@ -127,7 +130,7 @@ def keys(env: Any, key: str, delimiter: str = ":", unmask: bool | None = None) -
 
 
 @pure
-def obfuscate(env: Any, *args: Any, pillar: dict | None = None, pillar_enc: str | None = None,
+def obfuscate(env: ModuleEnv, *args: Any, pillar: dict | None = None, pillar_enc: str | None = None,
               pillarenv: str | None = None, saltenv: str | None = None, unmask: bool | None = None) -> Any:
     """A fresh pillar with every value replaced by its type name (keys kept)."""
 
@@ -142,14 +145,14 @@ def obfuscate(env: Any, *args: Any, pillar: dict | None = None, pillar_enc: str 
 
 
 @pure
-def filter_by(env: Any, lookup_dict: dict, pillar: str, merge: dict | None = None, default: str = "default",
+def filter_by(env: ModuleEnv, lookup_dict: dict, pillar: str, merge: dict | None = None, default: str = "default",
               base: str | None = None) -> Any:
     """As grains.filter_by, matching the value of the pillar key `pillar`."""
     return saltdata.filter_by(lookup_dict, pillar, env.pillar, merge, default, base)
 
 
 @pure
-def file_exists(env: Any, path: str, saltenv: str | None = None) -> bool:
+def file_exists(env: ModuleEnv, path: str, saltenv: str | None = None) -> bool:
     """True when path is a file in the pillar roots (of saltenv, or of any environment)."""
     source = env.pillar_source
     if source is None:

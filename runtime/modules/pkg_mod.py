@@ -10,12 +10,15 @@ import fnmatch
 import re
 import shutil
 import subprocess
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runtime.modules.registry import pure, reads_host
 
+if TYPE_CHECKING:
+    from runtime.modules import ModuleEnv
 
-def _installed(env: Any) -> dict[str, list[str]]:
+
+def _installed(env: ModuleEnv) -> dict[str, list[str]]:
     if shutil.which("dpkg-query"):
         argv = ["dpkg-query", "--showformat=${Status} ${Package} ${Version}\n", "-W"]
         wanted = "install ok installed"
@@ -55,24 +58,24 @@ def _version_answer(pkgs: dict[str, list[str]], names: tuple[str, ...], versions
     return ret
 
 
-def _absent_version(env: Any, *names: str, **kwargs: Any) -> Any:
+def _absent_version(env: ModuleEnv, *names: str, **kwargs: Any) -> Any:
     """'' for one package, {name: ''} for several (nothing is installed)."""
     return _version_answer({}, names, bool(kwargs.get("versions_as_list", False)))
 
 
-def _absent_list(env: Any, *args: Any, **kwargs: Any) -> dict:
+def _absent_list(env: ModuleEnv, *args: Any, **kwargs: Any) -> dict:
     """returns {}."""
     return {}
 
 
 @reads_host(absent=_absent_version)
-def version(env: Any, *names: str, **kwargs: Any) -> Any:
+def version(env: ModuleEnv, *names: str, **kwargs: Any) -> Any:
     """The installed version of a package ('' when not installed); a dict for several names or a glob."""
     return _version_answer(_installed(env), names, bool(kwargs.get("versions_as_list", False)))
 
 
 @reads_host(absent=_absent_list)
-def list_pkgs(env: Any, versions_as_list: bool = False, **kwargs: Any) -> dict[str, Any]:
+def list_pkgs(env: ModuleEnv, versions_as_list: bool = False, **kwargs: Any) -> dict[str, Any]:
     """{package: version} of the installed packages."""
     pkgs = _installed(env)
     if versions_as_list:
@@ -147,7 +150,7 @@ def _loose(version: str) -> list[Any]:
 
 
 @pure
-def version_cmp(env: Any, pkg1: Any, pkg2: Any, ignore_epoch: bool = False, **kwargs: Any) -> int | None:
+def version_cmp(env: ModuleEnv, pkg1: Any, pkg2: Any, ignore_epoch: bool = False, **kwargs: Any) -> int | None:
     """-1, 0 or 1 as pkg1 is older than, equal to or newer than pkg2 (package version rules of the
     minion's os_family: dpkg's for Debian, else a loose numeric comparison)."""
     def norm(x: Any) -> str:

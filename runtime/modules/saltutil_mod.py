@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runtime.modules.registry import job
 
+if TYPE_CHECKING:
+    from runtime.modules import ModuleEnv
+
 
 @job
-def refresh_pillar(env: Any, wait: bool = True, timeout: float | None = None, clean_cache: bool = True) -> bool:
+def refresh_pillar(env: ModuleEnv, wait: bool = True, timeout: float | None = None, clean_cache: bool = True) -> bool:
     """Replace the in-memory pillar with a freshly compiled one (fires pillar_refresh on the local bus).
 
     wait=True (saltpan's default; Salt's is False) returns once the new pillar is in memory, so the
@@ -28,7 +31,7 @@ _refresh_pillar = refresh_pillar  # refresh_grains' keyword argument shadows the
 
 
 @job
-def refresh_grains(env: Any, refresh_pillar: bool = True, clean_pillar_cache: bool = False) -> bool:
+def refresh_grains(env: ModuleEnv, refresh_pillar: bool = True, clean_pillar_cache: bool = False) -> bool:
     """Re-read grains (and send them to the master on a minion), then refresh the pillar as well
     (it may depend on grains) unless refresh_pillar=False."""
     if env.refresh_grains is not None:
@@ -45,24 +48,24 @@ def _truthy(value: Any) -> bool:
 
 
 @job
-def running(env: Any) -> list[dict[str, Any]]:
+def running(env: ModuleEnv) -> list[dict[str, Any]]:
     """Jobs running on this minion."""
     return env.jobs.running() if env.jobs is not None else []
 
 
 @job
-def find_job(env: Any, jid: str) -> dict[str, Any]:
+def find_job(env: ModuleEnv, jid: str) -> dict[str, Any]:
     """The running job with this jid, or {}."""
     return env.jobs.find(str(jid)) if env.jobs is not None else {}
 
 
 @job
-def kill_job(env: Any, jid: str) -> str | None:
+def kill_job(env: ModuleEnv, jid: str) -> str | None:
     """Stop the running job with this jid."""
     return env.jobs.kill(str(jid)) if env.jobs is not None else None
 
 
 @job
-def sync_all(env: Any, *args: Any, **kwargs: Any) -> dict[str, list]:
+def sync_all(env: ModuleEnv, *args: Any, **kwargs: Any) -> dict[str, list]:
     """Nothing to sync in saltpan (custom modules are read from extension_modules directly)."""
     return {}

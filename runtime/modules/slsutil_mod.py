@@ -5,11 +5,14 @@ from __future__ import annotations
 import os
 import posixpath
 import textwrap
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compiler import saltdata
 from runtime.modules import _serializers
 from runtime.modules.registry import pure
+
+if TYPE_CHECKING:
+    from runtime.modules import ModuleEnv
 
 
 def _error(message: str) -> Exception:
@@ -19,13 +22,13 @@ def _error(message: str) -> Exception:
 
 
 @pure
-def update(env: Any, dest: Any, upd: Any, recursive_update: bool = True, merge_lists: bool = False) -> Any:
+def update(env: ModuleEnv, dest: Any, upd: Any, recursive_update: bool = True, merge_lists: bool = False) -> Any:
     """Merge upd into dest, in place (recursively unless recursive_update=False); returns dest."""
     return saltdata.update(dest, upd, recursive_update, merge_lists)
 
 
 @pure
-def merge(env: Any, obj_a: Any, obj_b: Any, strategy: str = "smart", renderer: str = "yaml",
+def merge(env: ModuleEnv, obj_a: Any, obj_b: Any, strategy: str = "smart", renderer: str = "yaml",
           merge_lists: bool = False) -> Any:
     """Merge obj_b into a copy of obj_a with a Salt merge strategy (smart, recurse, aggregate,
     overwrite, list, none)."""
@@ -33,7 +36,7 @@ def merge(env: Any, obj_a: Any, obj_b: Any, strategy: str = "smart", renderer: s
 
 
 @pure
-def merge_all(env: Any, lst: list, strategy: str = "smart", renderer: str = "yaml", merge_lists: bool = False) -> Any:
+def merge_all(env: ModuleEnv, lst: list, strategy: str = "smart", renderer: str = "yaml", merge_lists: bool = False) -> Any:
     """Merge every dict of lst in turn."""
     ret: Any = {}
     for obj in lst:
@@ -46,7 +49,7 @@ def _kwargs(options: dict[str, Any]) -> dict[str, Any]:
 
 
 @pure
-def serialize(env: Any, serializer: str, obj: Any, **mod_kwargs: Any) -> Any:
+def serialize(env: ModuleEnv, serializer: str, obj: Any, **mod_kwargs: Any) -> Any:
     """obj serialized by one of Salt's serializers (yaml, json, configparser, msgpack, yamlex)."""
     try:
         fn = _serializers.get(serializer, "serialize")
@@ -56,7 +59,7 @@ def serialize(env: Any, serializer: str, obj: Any, **mod_kwargs: Any) -> Any:
 
 
 @pure
-def deserialize(env: Any, serializer: str, stream_or_string: Any, **mod_kwargs: Any) -> Any:
+def deserialize(env: ModuleEnv, serializer: str, stream_or_string: Any, **mod_kwargs: Any) -> Any:
     """Data read from text by one of Salt's serializers."""
     try:
         fn = _serializers.get(serializer, "deserialize")
@@ -66,13 +69,13 @@ def deserialize(env: Any, serializer: str, stream_or_string: Any, **mod_kwargs: 
 
 
 @pure
-def boolstr(env: Any, value: Any, true: str = "true", false: str = "false") -> str:
+def boolstr(env: ModuleEnv, value: Any, true: str = "true", false: str = "false") -> str:
     """`true` when value is truthy, else `false`."""
     return true if value else false
 
 
 @pure
-def banner(env: Any, width: int = 72, commentchar: str = "#", borderchar: str = "#", blockstart: str | None = None,
+def banner(env: ModuleEnv, width: int = 72, commentchar: str = "#", borderchar: str = "#", blockstart: str | None = None,
            blockend: str | None = None, title: str | None = None, text: str | None = None,
            newline: bool = False) -> str:
     """A comment block saying the file is managed by Salt."""
@@ -103,14 +106,14 @@ def banner(env: Any, width: int = 72, commentchar: str = "#", borderchar: str = 
     return result + os.linesep if newline else result
 
 
-def _files(env: Any, saltenv: str) -> list[str]:
+def _files(env: ModuleEnv, saltenv: str) -> list[str]:
     source = env.state_source
     if source is None or saltenv not in source.saltenvs():
         return []
     return source.list_files(saltenv)
 
 
-def _dirs(env: Any, saltenv: str) -> set[str]:
+def _dirs(env: ModuleEnv, saltenv: str) -> set[str]:
     out: set[str] = set()
     for path in _files(env, saltenv):
         parent = posixpath.dirname(path)
@@ -121,25 +124,25 @@ def _dirs(env: Any, saltenv: str) -> set[str]:
 
 
 @pure
-def file_exists(env: Any, path: str, saltenv: str = "base") -> bool:
+def file_exists(env: ModuleEnv, path: str, saltenv: str = "base") -> bool:
     """True when path is a file of the state tree (salt://path)."""
     return path in set(_files(env, saltenv))
 
 
 @pure
-def dir_exists(env: Any, path: str, saltenv: str = "base") -> bool:
+def dir_exists(env: ModuleEnv, path: str, saltenv: str = "base") -> bool:
     """True when path is a directory of the state tree."""
     return path in _dirs(env, saltenv)
 
 
 @pure
-def path_exists(env: Any, path: str, saltenv: str = "base") -> bool:
+def path_exists(env: ModuleEnv, path: str, saltenv: str = "base") -> bool:
     """True when path is a file or a directory of the state tree."""
     return file_exists(env, path, saltenv) or dir_exists(env, path, saltenv)
 
 
 @pure
-def findup(env: Any, startpath: str, filenames: Any, saltenv: str = "base") -> str:
+def findup(env: ModuleEnv, startpath: str, filenames: Any, saltenv: str = "base") -> str:
     """The first of filenames found in startpath or one of its parents (in the state tree)."""
     if startpath:
         startpath = posixpath.normpath(startpath)

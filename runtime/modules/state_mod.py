@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runtime.modules.registry import job
+
+if TYPE_CHECKING:
+    from runtime.modules import ModuleEnv
 
 
 def _mods(mods: Any) -> list[str] | None:
@@ -16,7 +19,7 @@ def _mods(mods: Any) -> list[str] | None:
 
 
 @job
-def apply(env: Any, mods: Any = None, test: Any = None, saltenv: str | None = None, pillar: dict | None = None,
+def apply(env: ModuleEnv, mods: Any = None, test: Any = None, saltenv: str | None = None, pillar: dict | None = None,
           **_: Any) -> Any:
     """Apply the highstate, or the sls given (comma-separated or a list). test=True predicts changes."""
     from runtime import state_run
@@ -25,7 +28,7 @@ def apply(env: Any, mods: Any = None, test: Any = None, saltenv: str | None = No
 
 
 @job
-def highstate(env: Any, test: Any = None, saltenv: str | None = None, pillar: dict | None = None, **_: Any) -> Any:
+def highstate(env: ModuleEnv, test: Any = None, saltenv: str | None = None, pillar: dict | None = None, **_: Any) -> Any:
     """Apply the highstate from the top file."""
     from runtime import state_run
 
@@ -33,7 +36,7 @@ def highstate(env: Any, test: Any = None, saltenv: str | None = None, pillar: di
 
 
 @job
-def sls(env: Any, mods: Any, test: Any = None, saltenv: str | None = None, pillar: dict | None = None,
+def sls(env: ModuleEnv, mods: Any, test: Any = None, saltenv: str | None = None, pillar: dict | None = None,
         **_: Any) -> Any:
     """Apply the given sls files."""
     from runtime import state_run
@@ -42,7 +45,7 @@ def sls(env: Any, mods: Any, test: Any = None, saltenv: str | None = None, pilla
 
 
 @job
-def single(env: Any, fun: str, name: str, test: Any = None, **kwargs: Any) -> Any:
+def single(env: ModuleEnv, fun: str, name: str, test: Any = None, **kwargs: Any) -> Any:
     """Run a single state function."""
     from runtime import state_run
 
@@ -50,7 +53,7 @@ def single(env: Any, fun: str, name: str, test: Any = None, **kwargs: Any) -> An
 
 
 @job
-def show_top(env: Any, saltenv: str | None = None, **_: Any) -> Any:
+def show_top(env: ModuleEnv, saltenv: str | None = None, **_: Any) -> Any:
     """The sls each environment's top file gives this minion."""
     from runtime import state_run
 
@@ -58,7 +61,7 @@ def show_top(env: Any, saltenv: str | None = None, **_: Any) -> Any:
 
 
 @job
-def show_highstate(env: Any, saltenv: str | None = None, **_: Any) -> Any:
+def show_highstate(env: ModuleEnv, saltenv: str | None = None, **_: Any) -> Any:
     """The high data (before extend/exclude)."""
     from runtime import state_run
 
@@ -66,7 +69,7 @@ def show_highstate(env: Any, saltenv: str | None = None, **_: Any) -> Any:
 
 
 @job
-def show_lowstate(env: Any, saltenv: str | None = None, **_: Any) -> Any:
+def show_lowstate(env: ModuleEnv, saltenv: str | None = None, **_: Any) -> Any:
     """The ordered low chunks."""
     from runtime import state_run
 
@@ -74,7 +77,7 @@ def show_lowstate(env: Any, saltenv: str | None = None, **_: Any) -> Any:
 
 
 @job
-def show_sls(env: Any, mods: Any, saltenv: str | None = None, **_: Any) -> Any:
+def show_sls(env: ModuleEnv, mods: Any, saltenv: str | None = None, **_: Any) -> Any:
     """The high data of the given sls."""
     from runtime import state_run
 

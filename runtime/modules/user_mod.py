@@ -8,9 +8,12 @@ from __future__ import annotations
 import grp
 import os
 import pwd
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runtime.modules.registry import constant, reads_host
+
+if TYPE_CHECKING:
+    from runtime.modules import ModuleEnv
 
 
 def _format(data: pwd.struct_passwd) -> dict[str, Any]:
@@ -37,7 +40,7 @@ def _groups(name: str) -> list[str]:
 
 
 @reads_host(absent=constant({}))
-def info(env: Any, name: str, root: str | None = None) -> dict[str, Any]:
+def info(env: ModuleEnv, name: str, root: str | None = None) -> dict[str, Any]:
     """uid, gid, home, shell, groups, fullname ... of a user ({} when there is no such user)."""
     try:
         return _format(pwd.getpwnam(str(name)))
@@ -46,19 +49,19 @@ def info(env: Any, name: str, root: str | None = None) -> dict[str, Any]:
 
 
 @reads_host(absent=constant([]))
-def list_users(env: Any, root: str | None = None) -> list[str]:
+def list_users(env: ModuleEnv, root: str | None = None) -> list[str]:
     """Every user name, sorted."""
     return sorted(p.pw_name for p in pwd.getpwall())
 
 
 @reads_host(absent=constant([]))
-def list_groups(env: Any, name: str) -> list[str]:
+def list_groups(env: ModuleEnv, name: str) -> list[str]:
     """The groups of a user, sorted."""
     return _groups(str(name))
 
 
 @reads_host(absent=constant(""))
-def primary_group(env: Any, name: str) -> str:
+def primary_group(env: ModuleEnv, name: str) -> str:
     """The name of a user's primary group."""
     try:
         return grp.getgrgid(pwd.getpwnam(str(name)).pw_gid).gr_name
@@ -67,6 +70,6 @@ def primary_group(env: Any, name: str) -> str:
 
 
 @reads_host(absent=constant([]))
-def getent(env: Any, refresh: bool = False, root: str | None = None) -> list[dict[str, Any]]:
+def getent(env: ModuleEnv, refresh: bool = False, root: str | None = None) -> list[dict[str, Any]]:
     """info of every user."""
     return [_format(p) for p in pwd.getpwall()]
