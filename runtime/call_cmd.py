@@ -56,16 +56,21 @@ def masterless_env(opts: dict[str, Any], need_pillar: bool):
 
     minion_id = str(opts.get("id") or socket.getfqdn())
     opts["id"] = minion_id
+    from runtime.modules import live_functions
+
     grains = grains_mod.minion_grains(opts, minion_id)
-    compiler = pipeline.pillar_compiler(opts)
+    env = ModuleEnv(opts=opts, grains=grains, pillar={}, state_source=LocalRoots(opts.get("file_roots") or {}),
+                    pillar_source=LocalRoots(opts.get("pillar_roots") or {}))
+    # masterless: templates call execution functions for real on this host, as salt-call --local
+    compiler = pipeline.pillar_compiler(opts, functions=live_functions(env))
 
     def fresh() -> tuple[dict[str, Any], list]:
         result = compiler.compile(minion_id, grains)
         return result.pillar, result.errors
 
-    pillar: dict[str, Any] = fresh()[0] if need_pillar else {}
-    env = ModuleEnv(opts=opts, grains=grains, pillar=pillar, fresh_pillar=fresh,
-                    state_source=LocalRoots(opts.get("file_roots") or {}))
+    env.fresh_pillar = fresh
+    if need_pillar:
+        env.pillar.update(fresh()[0])
 
     def refresh(**_: Any) -> bool:
         env.pillar.clear()
@@ -104,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         modules.lookup(fun)
     except modules.FunctionNotFound as exc:
-        print(f"'{fun}' is not available: {exc}", file=sys.stderr)
+        print(str(exc), file=sys.stderr)
         return 1
     env = masterless_env(opts, need_pillar=fun.startswith(("pillar.", "saltutil.")))
     try:
@@ -122,8 +127,7 @@ def run(args: argparse.Namespace) -> int:
     elif fmt == "highstate" and fun in STATE_FUNCS:
         from runtime.highstate_output import format_state_run
 
-        text, _ok = format_state_run("local", result, color=output.use_color(sys.stdout),
-                                     verbose=bool(opts.get("state_verbose", True)))
+        text, _ok = format_state_run("local", result, color=output.use_color(sys.stdout), opts=opts)
         print(text)
     else:
         print(output.render(result, "nested" if fmt == "highstate" else fmt, sys.stdout, label="local"))

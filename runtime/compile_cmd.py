@@ -159,20 +159,35 @@ def run(args: argparse.Namespace) -> int:
     for problem in problems:
         print(f"error: {problem}", file=sys.stderr)
     failed = 1 if problems or fetch_failed else 0
+    from runtime import pipeline
+    from runtime.modules import OfflineReport
+
+    report = OfflineReport()
+    functions = pipeline.offline_functions(opts, report)
     if show == "pillar":
-        result = pillar_compiler(opts).compile(minion_id, grains)
+        result = pipeline.pillar_compiler(opts, functions=functions).compile(minion_id, grains)
         print(output.render(masker.mask(result.pillar), out, sys.stdout))
         report_errors(result.errors)
         if not result.errors:  # errors inside data an ext_pillar returned (git_pillar's own compiles)
             for message in result.pillar.get("_errors") or []:
                 print(f"error: {message}", file=sys.stderr)
+        report_offline(report, getattr(args, "strict", False))
         if result.errors and set(grains) == {"id"}:
             print(f"note: minion {minion_id!r} has no grains here (not in the fleet file, no --grains): templates "
                   "that read grains fail; pass --grains FILE or --fleet SOURCE", file=sys.stderr)
         return 1 if result.errors or result.pillar.get("_errors") else failed
     from runtime import state_cmd
 
-    return state_cmd.show(opts, minion_id, grains, show, out, masker if masker.active else None) or failed
+    status = state_cmd.show(opts, minion_id, grains, show, out, masker if masker.active else None, functions)
+    report_offline(report, getattr(args, "strict", False))
+    return status or failed
+
+
+def report_offline(report: Any, strict: bool) -> None:
+    """--strict: one warning per template call answered offline instead of reading the minion's host."""
+    if strict:
+        for call in report.calls:
+            print(f"warning: {call}", file=sys.stderr)
 
 
 def masker_for(opts: Mapping[str, Any], out: str, unmask: bool):

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import fnmatch
-from typing import Any
+from typing import TYPE_CHECKING
 
 from runtime import modules
+from runtime.modules.registry import pure
 
-__all__ = ["list_functions", "list_modules", "doc"]
+if TYPE_CHECKING:
+    from runtime.modules import ModuleEnv
 
 
-def list_functions(env: Any, *patterns: str) -> list[str]:
+@pure
+def list_functions(env: ModuleEnv, *patterns: str) -> list[str]:
     """Function names, optionally filtered by globs or module names."""
     names = modules.list_functions()
     if not patterns:
@@ -24,12 +27,14 @@ def list_functions(env: Any, *patterns: str) -> list[str]:
     return out
 
 
-def list_modules(env: Any) -> list[str]:
+@pure
+def list_modules(env: ModuleEnv) -> list[str]:
     """Module names."""
     return sorted(modules.MODULES)
 
 
-def doc(env: Any, *names: str) -> dict[str, str]:
+@pure
+def doc(env: ModuleEnv, *names: str) -> dict[str, str]:
     """Docstrings of functions (all, or the names / modules given)."""
     out = {}
     for name in list_functions(env, *names):

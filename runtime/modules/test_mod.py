@@ -3,29 +3,36 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["ping", "echo", "version", "versions", "sleep", "arg", "true", "false", "kwarg", "retcode"]
+from runtime.modules.registry import constant, job, pure, runs_command
+
+if TYPE_CHECKING:
+    from runtime.modules import ModuleEnv
 
 VERSION = "0.1.0"
 
 
-def ping(env: Any) -> bool:
+@pure
+def ping(env: ModuleEnv) -> bool:
     """Return True: the minion is up and answering."""
     return True
 
 
-def echo(env: Any, text: Any) -> Any:
+@pure
+def echo(env: ModuleEnv, text: Any) -> Any:
     """Return the text given."""
     return text
 
 
-def version(env: Any) -> str:
+@pure
+def version(env: ModuleEnv) -> str:
     """The saltpan version."""
     return VERSION
 
 
-def versions(env: Any) -> dict[str, Any]:
+@pure
+def versions(env: ModuleEnv) -> dict[str, Any]:
     """Versions of saltpan and its core dependencies."""
     import platform
     from importlib import metadata
@@ -39,33 +46,39 @@ def versions(env: Any) -> dict[str, Any]:
     return out
 
 
-def sleep(env: Any, length: float | str = 1) -> bool:
+@runs_command(absent=constant(True))
+def sleep(env: ModuleEnv, length: float | str = 1) -> bool:
     """Sleep `length` seconds, then return True."""
     time.sleep(float(length))
     return True
 
 
-def arg(env: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
+@pure
+def arg(env: ModuleEnv, *args: Any, **kwargs: Any) -> dict[str, Any]:
     """Return the arguments and keyword arguments passed."""
     return {"args": list(args), "kwargs": {k: v for k, v in kwargs.items() if not k.startswith("__")}}
 
 
-def kwarg(env: Any, **kwargs: Any) -> dict[str, Any]:
+@pure
+def kwarg(env: ModuleEnv, **kwargs: Any) -> dict[str, Any]:
     """Return the keyword arguments passed."""
     return {k: v for k, v in kwargs.items() if not k.startswith("__")}
 
 
-def true(env: Any) -> bool:
+@pure
+def true(env: ModuleEnv) -> bool:
     """Return True."""
     return True
 
 
-def false(env: Any) -> bool:
+@pure
+def false(env: ModuleEnv) -> bool:
     """Return False."""
     return False
 
 
-def retcode(env: Any, code: int = 42) -> bool:
+@job
+def retcode(env: ModuleEnv, code: int = 42) -> bool:
     """Set the job's exit status to `code` and return True (checks the retcode path, as Salt's)."""
     env.retcode = int(code)
     return True
