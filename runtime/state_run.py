@@ -17,7 +17,7 @@ from compiler.roots import valid_saltenv
 from compiler.salt_functions import build as build_functions
 from runtime import pipeline
 from runtime.executor import Executor
-from runtime.states import StateContext
+from runtime.states import StateContext, has_mod_watch
 
 
 def _parse_salt_url(url: str, default_env: str) -> tuple[str, str]:
@@ -147,7 +147,7 @@ def single(env: Any, fun: str, name: str, test: Any = None, **kwargs: Any) -> di
     chunk = {"state": state, "fun": func, "name": name, "__id__": name, "__sls__": None,
              "__env__": kwargs.pop("saltenv", None) or "base", **{k: v for k, v in kwargs.items()
                                                                    if not k.startswith("__")}}
-    lowstate, problems = order_chunks([chunk], lambda s: s in ("cmd", "test", "pkg", "service"))
+    lowstate, problems = order_chunks([chunk], has_mod_watch)
     if problems or lowstate is None:
         return [str(getattr(p, "message", p)) for p in problems]
     lowstate.runs = [Run(0)]
