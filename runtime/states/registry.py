@@ -52,6 +52,7 @@ _MODULES = (
     StateModule("service", mod_watch=True),
     StateModule("user"),
     StateModule("group"),
+    StateModule("pkgrepo"),
     StateModule("sysctl"),
     StateModule("macpackage", foreign="Only supported on Mac OS"),
     StateModule("chocolatey", foreign="chocolatey module could not be loaded"),
