@@ -53,6 +53,7 @@ _MODULES = (
     StateModule("user"),
     StateModule("group"),
     StateModule("pkgrepo"),
+    StateModule("module", mod_watch=True),
     StateModule("sysctl"),
     StateModule("macpackage", foreign="Only supported on Mac OS"),
     StateModule("chocolatey", foreign="chocolatey module could not be loaded"),
