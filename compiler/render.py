@@ -343,6 +343,20 @@ def _traceback_line(exc: BaseException, filename: str) -> int | None:
     return line
 
 
+def template_location() -> tuple[str | None, int | None]:
+    """The template file and line being rendered by the calling thread (innermost), or (None, None):
+    where a `salt` function was called from (compile --strict reports it)."""
+    import sys
+
+    frame = sys._getframe(1)
+    while frame is not None:
+        template = frame.f_globals.get("__jinja_template__")
+        if template is not None:
+            return template.filename, template.get_corresponding_lineno(frame.f_lineno)
+        frame = frame.f_back  # type: ignore[assignment]
+    return None, None
+
+
 def _deepest_template_frame(exc: BaseException) -> tuple[str | None, int | None]:
     import traceback  # lazily: only errors need it
 

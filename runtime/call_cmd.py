@@ -56,16 +56,21 @@ def masterless_env(opts: dict[str, Any], need_pillar: bool):
 
     minion_id = str(opts.get("id") or socket.getfqdn())
     opts["id"] = minion_id
+    from runtime.modules import live_functions
+
     grains = grains_mod.minion_grains(opts, minion_id)
-    compiler = pipeline.pillar_compiler(opts)
+    env = ModuleEnv(opts=opts, grains=grains, pillar={}, state_source=LocalRoots(opts.get("file_roots") or {}),
+                    pillar_source=LocalRoots(opts.get("pillar_roots") or {}))
+    # masterless: templates call execution functions for real on this host, as salt-call --local
+    compiler = pipeline.pillar_compiler(opts, functions=live_functions(env))
 
     def fresh() -> tuple[dict[str, Any], list]:
         result = compiler.compile(minion_id, grains)
         return result.pillar, result.errors
 
-    pillar: dict[str, Any] = fresh()[0] if need_pillar else {}
-    env = ModuleEnv(opts=opts, grains=grains, pillar=pillar, fresh_pillar=fresh,
-                    state_source=LocalRoots(opts.get("file_roots") or {}))
+    env.fresh_pillar = fresh
+    if need_pillar:
+        env.pillar.update(fresh()[0])
 
     def refresh(**_: Any) -> bool:
         env.pillar.clear()

@@ -19,6 +19,9 @@ def _compile_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--saltenv", help="restrict states to this environment")
     p.add_argument("--pillarenv", help="compile pillar from this environment only")
     p.add_argument("--out", choices=OUTPUTS, default=None, help="output format (default nested; json for --out-dir)")
+    p.add_argument("--strict", action="store_true",
+                   help="warn (file:line) at each template call that would read the minion's host and got the "
+                        "offline answer (docs/compile.md)")
     fleet = p.add_argument_group("fleet tools (docs/fleet.md)")
     fleet.add_argument("--all", action="store_true", help="compile every minion of the fleet, in parallel")
     fleet.add_argument("--target", help="with --all: only the minions this target matches (glob unless -G/-C/...)")

@@ -98,17 +98,32 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"saltpan compile: {exc}", file=sys.stderr)
         return 2
+    from runtime import pipeline
+    from runtime.modules import OfflineReport
+
+    report = OfflineReport()
+    functions = pipeline.offline_functions(opts, report)
     if show == "pillar":
-        result = pillar_compiler(opts).compile(minion_id, grains)
+        result = pipeline.pillar_compiler(opts, functions=functions).compile(minion_id, grains)
         print(output.render(masker.mask(result.pillar), out, sys.stdout))
         report_errors(result.errors)
+        report_offline(report, getattr(args, "strict", False))
         if result.errors and set(grains) == {"id"}:
             print(f"note: minion {minion_id!r} has no grains here (not in the fleet file, no --grains): templates "
                   "that read grains fail; pass --grains FILE or --fleet SOURCE", file=sys.stderr)
         return 1 if result.errors else 0
     from runtime import state_cmd
 
-    return state_cmd.show(opts, minion_id, grains, show, out, masker if masker.active else None)
+    status = state_cmd.show(opts, minion_id, grains, show, out, masker if masker.active else None, functions)
+    report_offline(report, getattr(args, "strict", False))
+    return status
+
+
+def report_offline(report: Any, strict: bool) -> None:
+    """--strict: one warning per template call answered offline instead of reading the minion's host."""
+    if strict:
+        for call in report.calls:
+            print(f"warning: {call}", file=sys.stderr)
 
 
 def masker_for(opts: Mapping[str, Any], out: str, unmask: bool):

@@ -6,7 +6,7 @@ FileSource for the state tree (local roots, or a minion's remote file client).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -17,15 +17,29 @@ if TYPE_CHECKING:   # the state compiler is imported when used: a pillar compile
     from compiler.errors import CompileError
     from compiler.highstate import StateCompiler
     from compiler.requisites import Lowstate
+    from compiler.salt_functions import FunctionsFactory
+    from runtime.modules import OfflineReport
 
 
-def pillar_compiler(opts: Mapping[str, Any], source: FileSource | None = None) -> PillarCompiler:
+def offline_functions(opts: Mapping[str, Any], report: OfflineReport | None = None) -> FunctionsFactory:
+    """The execution functions templates may call in an offline compile (saltpan compile, the master's
+    pillar): from the one registry (runtime/modules), nothing read from or run on this machine."""
+    from runtime.modules import offline_functions as make
+
+    return make(LocalRoots(opts.get("file_roots") or {}), LocalRoots(opts.get("pillar_roots") or {}), report)
+
+
+def pillar_compiler(opts: Mapping[str, Any], source: FileSource | None = None,
+                    functions: FunctionsFactory | None = None) -> PillarCompiler:
+    """functions: the template `salt` table (default: offline; a minion compiling its own pillar and
+    `saltpan call --local` pass runtime.modules.live_functions)."""
     drivers = None  # no ext_pillar configured: no driver is ever looked up, so skip the loader's imports
     if opts.get("ext_pillar"):
         from runtime.ext_loader import DriverLoader
 
         drivers = DriverLoader(opts)
-    return PillarCompiler(opts, source or LocalRoots(opts.get("pillar_roots") or {}), drivers)
+    return PillarCompiler(opts, source or LocalRoots(opts.get("pillar_roots") or {}), drivers,
+                          functions=functions or offline_functions(opts))
 
 
 def compile_pillar(opts: Mapping[str, Any], minion_id: str, grains: Mapping[str, Any],
@@ -34,10 +48,12 @@ def compile_pillar(opts: Mapping[str, Any], minion_id: str, grains: Mapping[str,
 
 
 def state_compiler(opts: Mapping[str, Any], source: FileSource | None = None,
-                   functions: Mapping[str, Callable[..., Any]] | None = None) -> StateCompiler:
+                   functions: FunctionsFactory | None = None) -> StateCompiler:
+    """functions: the template `salt` table (default: offline, see pillar_compiler)."""
     from compiler.highstate import StateCompiler
 
-    return StateCompiler(opts, source or LocalRoots(opts.get("file_roots") or {}), extra_functions=functions)
+    return StateCompiler(opts, source or LocalRoots(opts.get("file_roots") or {}),
+                         functions=functions or offline_functions(opts))
 
 
 @dataclass

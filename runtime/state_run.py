@@ -14,7 +14,6 @@ from compiler.errors import CompileError
 from compiler.render import Renderer
 from compiler.requisites import Lowstate, Run, order_chunks
 from compiler.roots import valid_saltenv
-from compiler.salt_functions import build as build_functions
 from runtime import pipeline
 from runtime.executor import Executor
 from runtime.states import StateContext, has_mod_watch
@@ -39,14 +38,18 @@ class StateRunner:
         self.opts = env.opts
         self.pillar = pillar
         self.source = env.state_source
+        from dataclasses import replace
+
+        from compiler.salt_functions import SaltFunctions
         from runtime import modules
 
-        # templates rendered for a run on this host may call execution functions (salt['cmd.run'] ...)
-        runtime_functions = modules.function_table(env)
-        self.compiler = pipeline.state_compiler(self.opts, self.source, runtime_functions)
+        # templates and states of this run see the freshly compiled pillar; functions run for real
+        run_env = replace(env, pillar=pillar)
+        self.compiler = pipeline.state_compiler(self.opts, self.source, modules.live_functions(run_env))
         self.renderer: Renderer = self.compiler.renderer
-        self.functions = build_functions(self.opts.get("id") or "", env.grains, pillar, self.opts)
-        self.functions.extend(runtime_functions)
+        self.functions = modules.function_table(run_env)
+        self.template_functions = SaltFunctions(modules.live_functions(run_env)(
+            self.opts.get("id") or "", env.grains, pillar, self.opts))
 
     def fetch_file(self, url: str, saltenv: str) -> tuple[bytes, str, int | None] | None:
         path, env_name = _parse_salt_url(url, saltenv)
@@ -66,7 +69,7 @@ class StateRunner:
 
     def render_template(self, text: str, engine: str, context: Mapping[str, Any], display: str) -> str:
         path, env_name = _parse_salt_url(display, "base") if display.startswith("salt://") else (display, "base")
-        ctx = {"grains": self.env.grains, "pillar": self.pillar, "opts": self.opts, "salt": self.functions,
+        ctx = {"grains": self.env.grains, "pillar": self.pillar, "opts": self.opts, "salt": self.template_functions,
                "saltenv": env_name, "id": self.opts.get("id")}
         ctx.update(context)
         rel = path.lstrip("/") or "template"

@@ -6,10 +6,10 @@ import fnmatch
 from typing import Any
 
 from runtime import modules
+from runtime.modules.registry import pure
 
-__all__ = ["list_functions", "list_modules", "doc"]
 
-
+@pure
 def list_functions(env: Any, *patterns: str) -> list[str]:
     """Function names, optionally filtered by globs or module names."""
     names = modules.list_functions()
@@ -24,11 +24,13 @@ def list_functions(env: Any, *patterns: str) -> list[str]:
     return out
 
 
+@pure
 def list_modules(env: Any) -> list[str]:
     """Module names."""
     return sorted(modules.MODULES)
 
 
+@pure
 def doc(env: Any, *names: str) -> dict[str, str]:
     """Docstrings of functions (all, or the names / modules given)."""
     out = {}
