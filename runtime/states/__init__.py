@@ -45,6 +45,8 @@ class StateContext:
     sls: str | None = None
     # fetch_file(url, saltenv) -> (text_or_bytes, display_path, mode_or_None) or None when missing
     fetch_file: Callable[[str, str], tuple[bytes, str, int | None] | None] | None = None
+    # list_files(saltenv) -> every file path of the file server's tree ("a/b.conf"), for file.recurse
+    list_files: Callable[[str], Sequence[str]] | None = None
     # render_template(text, engine, context, display) -> str  (engine: "jinja"); context holds the
     # state's defaults+context; the renderer adds grains/pillar/salt/opts/saltenv/sls and, like
     # Salt's, keeps a template's final newline (jinja2 itself drops it)

@@ -2,7 +2,7 @@
 
 The functions live in small modules by concern; this module is what the executor looks up:
 
-* content: ``managed``, ``serialize``, ``copy`` (``_file_managed``)
+* content: ``managed``, ``serialize``, ``copy`` (``_file_managed``), ``recurse`` (``_file_recurse``)
 * tree: ``directory``, ``absent``, ``symlink``, ``touch``, ``exists``, ``missing`` (``_file_tree``)
 * edits: ``replace``, ``blockreplace``, ``line``, ``append`` (``_file_edit``)
 """
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from runtime.states._file_edit import append, blockreplace, line, replace
 from runtime.states._file_managed import copy, managed, serialize
+from runtime.states._file_recurse import recurse
 from runtime.states._file_tree import absent, directory, exists, missing, symlink, touch
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "line",
     "managed",
     "missing",
+    "recurse",
     "replace",
     "serialize",
     "symlink",

@@ -54,6 +54,8 @@ _MODULES = (
     StateModule("group"),
     StateModule("pkgrepo"),
     StateModule("module", mod_watch=True),
+    StateModule("ssh_auth"),
+    StateModule("ssh_known_hosts"),
     StateModule("sysctl"),
     StateModule("macpackage", foreign="Only supported on Mac OS"),
     StateModule("chocolatey", foreign="chocolatey module could not be loaded"),

@@ -156,8 +156,12 @@ def run_saltpan(scenario: dict[str, Any], test: bool, tmp: str) -> tuple[dict, l
     seed(sandbox, scenario.get("seed"))
     write_roots(roots, scenario, sandbox)
     grains = {"sandbox": sandbox, "id": "parity"}
+    def list_files(saltenv: str) -> list[str]:
+        return sorted(os.path.relpath(os.path.join(root, f), roots) for root, _d, files in os.walk(roots)
+                      for f in files)
+
     ctx = StateContext(test=test, grains=grains, fetch_file=_fetch(roots), render_template=_render(grains, roots),
-                       opts={"cachedir": tmp + "/cache"})
+                       list_files=list_files, opts={"cachedir": tmp + "/cache"})
     high = yaml.safe_load(scenario["sls"].replace("@SB@", sandbox))
     out = {}
     for state_id, mod, fun, name, kwargs in state_calls(high):
@@ -182,6 +186,10 @@ def normalize(data: Any, tmp: str) -> Any:
         # where Salt gives no comment or a traceback, saltpan's own wording is not compared
         if not comment or comment.startswith("An exception occurred") or comment.startswith("The following files"):
             ret["comment"] = "<any>"
+        elif comment.startswith("#### "):  # file.recurse: sections in Salt's (set) order; lines of "removed" too
+            sections = sorted(("\n".join(sorted(s.split("\n"))) if s.startswith("removed ####") else s).strip()
+                              for s in ("\n" + comment).split("\n#### ") if s.strip())
+            ret["comment"] = sections
         changes = ret.get("changes")
         if isinstance(changes, dict) and isinstance(changes.get("removed"), list):
             changes["removed"] = sorted(changes["removed"])
