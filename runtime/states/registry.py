@@ -56,6 +56,7 @@ _MODULES = (
     StateModule("module", mod_watch=True),
     StateModule("ssh_auth"),
     StateModule("ssh_known_hosts"),
+    StateModule("archive"),
     StateModule("git"),
     StateModule("postgres_user"),
     StateModule("postgres_database"),

@@ -82,6 +82,25 @@ def write_roots(roots: str, scenario: dict[str, Any], sandbox: str) -> None:
         with open(path, "w") as handle:
             handle.write(text)
         os.chmod(path, 0o644)
+    for spec in scenario.get("build") or []:  # archives made from files of the roots
+        base = os.path.join(roots, spec["from"])
+        if "tar" in spec:
+            import tarfile
+
+            with tarfile.open(os.path.join(roots, spec["tar"]), "w:gz") as tf:
+                for member in spec["members"]:
+                    tf.add(os.path.join(base, member), member)
+        else:
+            import zipfile
+
+            with zipfile.ZipFile(os.path.join(roots, spec["zip"]), "w") as zf:
+                for member in spec["members"]:
+                    top = os.path.join(base, member)
+                    for root, _dirs, files in os.walk(top):
+                        rel = os.path.relpath(root, base)
+                        zf.write(root, rel + "/")
+                        for fname in files:
+                            zf.write(os.path.join(root, fname), os.path.join(rel, fname))
     with open(os.path.join(roots, "scenario.sls"), "w") as handle:
         handle.write("#!yaml\n" + scenario["sls"].replace("@SB@", sandbox))
 
