@@ -57,6 +57,7 @@ _MODULES = (
     StateModule("ssh_auth"),
     StateModule("ssh_known_hosts"),
     StateModule("archive"),
+    StateModule("debconf"),
     StateModule("git"),
     StateModule("postgres_user"),
     StateModule("postgres_database"),
