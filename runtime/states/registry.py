@@ -59,6 +59,7 @@ _MODULES = (
     StateModule("archive"),
     StateModule("debconf"),
     StateModule("git"),
+    StateModule("host"),
     StateModule("postgres_user"),
     StateModule("postgres_database"),
     StateModule("postgres_schema"),

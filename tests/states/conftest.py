@@ -62,8 +62,9 @@ def make_ctx(roots: str, tmp_path) -> Callable[..., StateContext]:
                           for root, _dirs, files in os.walk(roots) for f in files)
 
         extra.setdefault("list_files", list_files)
+        opts = {"cachedir": str(tmp_path / "cache"), **extra.pop("opts", {})}
         return StateContext(test=test, grains=grains, pillar=pillar, fetch_file=fetch, render_template=render,
-                            opts={"cachedir": str(tmp_path / "cache")}, **extra)
+                            opts=opts, **extra)
 
     return factory
 

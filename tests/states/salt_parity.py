@@ -121,6 +121,11 @@ def digest(ret: dict[str, Any]) -> dict[str, Any]:
     return {"result": ret["result"], "changes": changes, "comment": ret.get("comment")}
 
 
+def _minion_opts(scenario: dict[str, Any], sandbox: str) -> dict[str, Any]:
+    """The scenario's extra minion options (``@SB@`` replaced), e.g. ``hosts.file``."""
+    return json.loads(json.dumps(scenario.get("minion_opts") or {}).replace("@SB@", sandbox))
+
+
 def run_salt(salt_call: str, scenario: dict[str, Any], test: bool, tmp: str) -> tuple[dict, list]:
     sandbox, roots, run = (os.path.join(tmp, d) for d in ("sandbox", "roots", "run"))
     for d in (sandbox, roots, run):
@@ -134,6 +139,7 @@ def run_salt(salt_call: str, scenario: dict[str, Any], test: bool, tmp: str) -> 
             "cachedir": run + "/cache", "sock_dir": run + "/sock", "log_file": run + "/log",
             "file_roots": {"base": [roots]}, "pillar_roots": {"base": [run + "/nopillar"]},
             "grains": {"sandbox": sandbox},
+            **_minion_opts(scenario, sandbox),
         }, handle)
     os.makedirs(os.path.join(tmp, "confdir"))
     shutil.move(conf, os.path.join(tmp, "confdir", "minion"))
@@ -180,7 +186,7 @@ def run_saltpan(scenario: dict[str, Any], test: bool, tmp: str) -> tuple[dict, l
                       for f in files)
 
     ctx = StateContext(test=test, grains=grains, fetch_file=_fetch(roots), render_template=_render(grains, roots),
-                       list_files=list_files, opts={"cachedir": tmp + "/cache"})
+                       list_files=list_files, opts={"cachedir": tmp + "/cache", **_minion_opts(scenario, sandbox)})
     high = yaml.safe_load(scenario["sls"].replace("@SB@", sandbox))
     out = {}
     for state_id, mod, fun, name, kwargs in state_calls(high):
