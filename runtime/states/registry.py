@@ -56,6 +56,7 @@ _MODULES = (
     StateModule("module", mod_watch=True),
     StateModule("ssh_auth"),
     StateModule("ssh_known_hosts"),
+    StateModule("alternatives"),
     StateModule("archive"),
     StateModule("debconf"),
     StateModule("git"),
