@@ -61,6 +61,7 @@ _MODULES = (
     StateModule("debconf"),
     StateModule("git"),
     StateModule("host"),
+    StateModule("ini"),
     StateModule("postgres_user"),
     StateModule("postgres_database"),
     StateModule("postgres_schema"),
