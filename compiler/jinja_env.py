@@ -24,7 +24,7 @@ from jinja2 import nodes
 from jinja2.ext import Extension
 from jinja2.sandbox import SandboxedEnvironment
 
-from compiler import jinja_filters, salt_functions, yamlload
+from compiler import jinja_filters, jinja_host_filters, salt_functions, yamlload
 from compiler.errors import ACCESS_DENIED, CompileError
 from compiler.roots import FileSource, clean_relpath, join_relative
 
@@ -115,13 +115,15 @@ class SaltEnvironment(SandboxedEnvironment):
     def getitem(self, obj: Any, argument: Any) -> Any:
         found = super().getitem(obj, argument)
         if isinstance(found, jinja2.Undefined):
-            return self._salt_undefined(obj, argument) or found
+            missing = self._salt_undefined(obj, argument)
+            return found if missing is None else missing
         return found
 
     def getattr(self, obj: Any, attribute: str) -> Any:
         found = super().getattr(obj, attribute)
         if isinstance(found, jinja2.Undefined):
-            return self._salt_undefined(obj, attribute) or found
+            missing = self._salt_undefined(obj, attribute)
+            return found if missing is None else missing
         return found
 
     def _salt_undefined(self, obj: Any, name: Any) -> jinja2.Undefined | None:
@@ -143,12 +145,17 @@ def _load_text(value: Any) -> str:
 
 
 class SerializerExtension(Extension):
-    """Salt's import_* and load_* tags."""
+    """Salt's import_* and load_* tags, and profile blocks (timed by Salt, rendered as is here)."""
 
-    tags = {"import_yaml", "import_json", "import_text", "load_yaml", "load_json", "load_text"}
+    tags = {"import_yaml", "import_json", "import_text", "load_yaml", "load_json", "load_text", "profile"}
 
     def parse(self, parser: jinja2.parser.Parser) -> list[nodes.Node]:
         token = parser.stream.current
+        if token.value == "profile":
+            next(parser.stream)
+            parser.stream.expect("name:as")
+            parser.parse_expression()
+            return parser.parse_statements(("name:endprofile",), drop_needle=True)
         if token.value.startswith("import_"):
             converter = token.value[len("import_"):]
             return self._parse_import(parser, converter)
@@ -156,14 +163,13 @@ class SerializerExtension(Extension):
         return self._parse_load(parser, converter)
 
     def _parse_import(self, parser: jinja2.parser.Parser, converter: str) -> list[nodes.Node]:
-        lineno = next(parser.stream).lineno
-        template = parser.parse_expression()
-        parser.stream.expect("name:as")
-        target = parser.parse_assign_target(name_only=True)
-        import_node = nodes.Import(template, target.name, False, lineno=lineno)
+        # as Salt: `{% import_yaml 'x.yaml' as x [with|without context] %}` is an import whose module
+        # (the rendered text) goes through load_yaml
+        import_node = parser.parse_import()
+        lineno = import_node.lineno
         convert = nodes.Assign(
-            nodes.Name(target.name, "store", lineno=lineno),
-            nodes.Filter(nodes.Name(target.name, "load", lineno=lineno), f"load_{converter}",
+            nodes.Name(import_node.target, "store", lineno=lineno),
+            nodes.Filter(nodes.Name(import_node.target, "load", lineno=lineno), f"load_{converter}",
                          [], [], None, None, lineno=lineno),
             lineno=lineno,
         )
@@ -250,6 +256,7 @@ def make_environment(source: FileSource, saltenv: str) -> SaltEnvironment:
         cache_size=800,
     )
     env.filters.update(jinja_filters.FILTERS)
+    env.filters.update(jinja_host_filters.FILTERS)
     env.filters["load_yaml"] = _load_filter(yamlload.safe_load)
     env.filters["load_json"] = _load_filter(json.loads)
     env.filters["load_text"] = _load_text

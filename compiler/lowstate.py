@@ -202,9 +202,11 @@ class _Compile:
                               "formed as a list", sid)
                 if first in REQUISITE_KEYWORDS:
                     self._verify_requisite(sid, sls, first, arg[first])
-                if len(arg) != 1:
-                    self.fail(BAD_STATE_DATA, f"Multiple dictionaries defined in argument of state '{sid}' in SLS "
-                              f"'{sls}'", sid)
+                    # as Salt's verify_high: only a requisite argument must be a single-key mapping (any
+                    # other argument with several keys is passed on as it is)
+                    if len(arg) != 1:
+                        self.fail(BAD_STATE_DATA, f"Multiple dictionaries defined in argument of state '{sid}' in "
+                                  f"SLS '{sls}'", sid)
             else:
                 self.fail(BAD_STATE_DATA, f"Argument {arg!r} of state '{sid}' in SLS '{sls}' is neither a function "
                           "name nor a single-key mapping", sid)

@@ -81,7 +81,6 @@ def template_vars(source_file: SourceFile, sls: str | None) -> dict[str, Any]:
         "tplfile": rel,
         "tpldir": tpldir,
         "tpldot": tpldir.replace("/", ".") if tpldir != "." else "",
-        "tplroot": tpldir.split("/")[0] if tpldir != "." else "",
     }
     if sls is not None:
         slspath = tpldir if tpldir != "." else ""

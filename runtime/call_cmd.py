@@ -127,8 +127,7 @@ def run(args: argparse.Namespace) -> int:
     elif fmt == "highstate" and fun in STATE_FUNCS:
         from runtime.highstate_output import format_state_run
 
-        text, _ok = format_state_run("local", result, color=output.use_color(sys.stdout),
-                                     verbose=bool(opts.get("state_verbose", True)))
+        text, _ok = format_state_run("local", result, color=output.use_color(sys.stdout), opts=opts)
         print(text)
     else:
         print(output.render(result, "nested" if fmt == "highstate" else fmt, sys.stdout, label="local"))

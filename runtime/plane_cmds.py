@@ -123,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
             if fmt == "highstate" and state_run:
                 from runtime.highstate_output import format_state_run
 
-                text, ok = format_state_run(minion_id, ret, color=color, verbose=bool(opts.get("state_verbose", True)))
+                text, ok = format_state_run(minion_id, ret, color=color, opts=opts)
                 print(text, flush=True)
                 summary.append((minion_id, ok))
                 failed_states = failed_states or not ok

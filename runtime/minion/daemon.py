@@ -79,8 +79,7 @@ class Minion:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.events: asyncio.Queue[LocalEvent] | None = None
         self.pending_returns: deque[dict[str, Any]] = deque(maxlen=MAX_PENDING_RETURNS)
-        self.backoff = Backoff(float(opts.get("recon_default", 1.0)), float(opts.get("recon_max", 10.0)),
-                               bool(opts.get("recon_randomize", True)))
+        self.backoff = Backoff.from_opts(opts)  # Salt's recon_* keys, in milliseconds
         self.refusals = RateLimitedLog(log, float(opts.get("refusal_log_interval", 60.0)))
         self.started = False
         self.abandoned: list[dict[str, Any]] = []
@@ -394,7 +393,11 @@ class Minion:
         from runtime import pipeline
 
         if self._local_pillar_compiler is None:
-            self._local_pillar_compiler = pipeline.pillar_compiler(self.opts)
+            from runtime.modules import ModuleEnv, live_functions
+
+            # masterless: pillar templates call execution functions for real on this minion, as in Salt
+            env = ModuleEnv(opts=self.opts, grains=self.grains, pillar={}, state_source=self.state_source())
+            self._local_pillar_compiler = pipeline.pillar_compiler(self.opts, functions=live_functions(env))
         return self._local_pillar_compiler.compile(self.id, self.grains).pillar
 
     def fresh_pillar(self) -> tuple[dict[str, Any], list]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +44,13 @@ class Backoff:
     maximum: float
     randomize: bool = True
     value: float = 0.0
+
+    @classmethod
+    def from_opts(cls, opts: Mapping[str, Any]) -> Backoff:
+        """From Salt's keys: recon_default and recon_max are milliseconds (Salt's defaults 1000 and
+        10000), recon_randomize a boolean."""
+        return cls(float(opts.get("recon_default", 1000)) / 1000.0, float(opts.get("recon_max", 10000)) / 1000.0,
+                   bool(opts.get("recon_randomize", True)))
 
     def failed(self) -> float:
         self.value = min(self.initial + 2 * self.value, self.maximum)
