@@ -135,14 +135,14 @@ def _new_run(ctx: StateContext, kwargs: dict[str, Any]) -> dict[str, Any]:
     return ret
 
 
-def _signature_params(func: Callable[..., Any]) -> list[inspect.Parameter] | None:
+def _signature_params(func: Callable[..., Any], module_function: bool = False) -> list[inspect.Parameter] | None:
     try:
         params = list(inspect.signature(func).parameters.values())
     except (TypeError, ValueError):
         return None
-    # "env" leads every execution-module function; "_"-names belong to a wrapper, not the function
+    # "_"-names belong to a wrapper, not the function
     params = [p for p in params if not p.name.startswith("_")]
-    if params and params[0].name == "env":
+    if module_function and params:  # an execution module function: its first parameter is the ModuleEnv
         params = params[1:]
     if all(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
         return None
@@ -158,7 +158,7 @@ def _parameters(name: str, func: Callable[..., Any]) -> list[inspect.Parameter] 
     from runtime import modules
 
     try:
-        return _signature_params(modules.lookup(name))
+        return _signature_params(modules.lookup(name), module_function=True)
     except modules.CommandError:
         return None
 

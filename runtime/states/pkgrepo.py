@@ -198,7 +198,13 @@ def refresh_command(path: str | None) -> list[str]:
 
 
 def _refresh(path: str | None) -> str:
-    res = run_apt(refresh_command(path))
+    import time
+
+    for _attempt in range(30):  # another apt run may hold the lists lock for a while
+        res = run_apt(refresh_command(path))
+        if res.retcode == 0 or "Could not get lock" not in (res.stderr + res.stdout):
+            break
+        time.sleep(2)
     if res.retcode != 0:
         return f"\nThe package index was not refreshed: {(res.stderr or res.stdout).strip()}"
     return ""
