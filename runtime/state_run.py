@@ -91,6 +91,7 @@ class StateRunner:
         return StateContext(test=test, opts=self.opts, grains=self.env.grains, pillar=self.pillar,
                             saltenv=str(low.get("__env__") or "base"), sls=low.get("__sls__"),
                             fetch_file=self.fetch_file, list_files=self.list_files,
+                            fire_event=getattr(self.env, "fire_event", None),
                             render_template=self.render_template,
                             functions=self.functions)
 

@@ -51,6 +51,9 @@ class StateContext:
     # state's defaults+context; the renderer adds grains/pillar/salt/opts/saltenv/sls and, like
     # Salt's, keeps a template's final newline (jinja2 itself drops it)
     render_template: Callable[[str, str, Mapping[str, Any], str], str] | None = None
+    # fire_event(tag, data): the minion's event bus (to the master when connected); None in a run
+    # without one (a masterless call)
+    fire_event: Callable[[str, Mapping[str, Any]], Any] | None = None
     # execution-module function table (cmd.run, ...), for states that call modules
     functions: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
     # the low chunk being run, requisites included (file.directory's clean reads ``require``)

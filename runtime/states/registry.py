@@ -59,6 +59,7 @@ _MODULES = (
     StateModule("alternatives"),
     StateModule("archive"),
     StateModule("debconf"),
+    StateModule("event", mod_watch=True),
     StateModule("git"),
     StateModule("host"),
     StateModule("ini"),
