@@ -54,6 +54,7 @@ _MODULES = (
     StateModule("group"),
     StateModule("pkgrepo"),
     StateModule("module", mod_watch=True),
+    StateModule("mount", mod_watch=True),
     StateModule("ssh_auth"),
     StateModule("ssh_known_hosts"),
     StateModule("alternatives"),
