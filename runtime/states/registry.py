@@ -59,6 +59,7 @@ _MODULES = (
     StateModule("ssh_known_hosts"),
     StateModule("alternatives"),
     StateModule("archive"),
+    StateModule("cron"),
     StateModule("debconf"),
     StateModule("event", mod_watch=True),
     StateModule("git"),
