@@ -52,6 +52,7 @@ _MODULES = (
     StateModule("service", mod_watch=True),
     StateModule("user"),
     StateModule("group"),
+    StateModule("pip"),
     StateModule("pkgrepo"),
     StateModule("module", mod_watch=True),
     StateModule("mount", mod_watch=True),
