@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Debian packages the test suite needs beyond Python: PostgreSQL's server (initdb, pg_ctl)
 # for the postgres ext_pillar and postgres_* state tests, useradd/groupadd (passwd) for the user,
-# group and publisher_acl tests, crontab (cron) for the cron state tests.  Installed only when missing and only when we can (root +
+# group and publisher_acl tests, crontab (cron) and at/atq (at) for the cron and at state tests.  Installed only when missing and only when we can (root +
 # apt-get); otherwise the tests that need them skip, and under CI a skip is a failure.
 #
 # Some packages are only *downloaded* (to $SALTPAN_TEST_DEBS, default /var/cache/saltpan-test-debs)
@@ -13,6 +13,7 @@ missing=()
 compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || command -v initdb >/dev/null || missing+=(postgresql)
 command -v useradd >/dev/null || [ -x /usr/sbin/useradd ] || missing+=(passwd)
 command -v crontab >/dev/null || missing+=(cron)
+command -v atq >/dev/null || missing+=(at)
 debs_dir="${SALTPAN_TEST_DEBS:-/var/cache/saltpan-test-debs}"
 download=()
 compgen -G "$debs_dir/debconf-utils_*.deb" >/dev/null || download+=(debconf-utils)

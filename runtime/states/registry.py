@@ -60,6 +60,7 @@ _MODULES = (
     StateModule("ssh_known_hosts"),
     StateModule("alternatives"),
     StateModule("archive"),
+    StateModule("at", mod_watch=True),
     StateModule("cron"),
     StateModule("debconf"),
     StateModule("event", mod_watch=True),
