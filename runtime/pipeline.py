@@ -92,6 +92,7 @@ def compile_states(opts: Mapping[str, Any], minion_id: str, grains: Mapping[str,
     render errors).
     """
     from compiler.lowstate import compile_lowstate
+    from runtime.states.registry import has_mod_watch
 
     compiler = compiler or state_compiler(opts)
     if what == "top":
@@ -101,11 +102,11 @@ def compile_states(opts: Mapping[str, Any], minion_id: str, grains: Mapping[str,
     if high.errors:
         errors = list(high.errors)
         if what == "lowstate" and all_errors:
-            errors += compile_lowstate(high.high, high.origins, high_checks_only=True).errors
+            errors += compile_lowstate(high.high, high.origins, has_mod_watch, high_checks_only=True).errors
         return StateResult(None, errors)
     if what == "highstate":
         return StateResult(high.high, [])
-    low = compile_lowstate(high.high, high.origins)
+    low = compile_lowstate(high.high, high.origins, has_mod_watch)
     if low.errors or low.lowstate is None:
         return StateResult(None, low.errors)
     return StateResult(low.lowstate.ordered_chunks(), [], low.lowstate)

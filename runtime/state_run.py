@@ -16,7 +16,7 @@ from compiler.requisites import Lowstate, Run, order_chunks
 from compiler.roots import valid_saltenv
 from runtime import pipeline
 from runtime.executor import Executor
-from runtime.states import StateContext
+from runtime.states import StateContext, has_mod_watch
 
 
 def _parse_salt_url(url: str, default_env: str) -> tuple[str, str]:
@@ -67,6 +67,18 @@ class StateRunner:
             return None
         return found.data, found.display, found.mode
 
+    def list_files(self, saltenv: str) -> list[str]:
+        if not valid_saltenv(saltenv):
+            from runtime.states._source import SourceError
+
+            raise SourceError(f"Invalid saltenv {saltenv[:64]!r}")
+        try:
+            return list(self.source.list_files(saltenv))
+        except CompileError as exc:  # refused or unreachable file server
+            from runtime.states._source import SourceError
+
+            raise SourceError(f"Cannot list the files of saltenv {saltenv!r}: {exc.message}") from None
+
     def render_template(self, text: str, engine: str, context: Mapping[str, Any], display: str) -> str:
         path, env_name = _parse_salt_url(display, "base") if display.startswith("salt://") else (display, "base")
         ctx = {"grains": self.env.grains, "pillar": self.pillar, "opts": self.opts, "salt": self.template_functions,
@@ -78,7 +90,9 @@ class StateRunner:
     def context(self, low: dict, test: bool) -> StateContext:
         return StateContext(test=test, opts=self.opts, grains=self.env.grains, pillar=self.pillar,
                             saltenv=str(low.get("__env__") or "base"), sls=low.get("__sls__"),
-                            fetch_file=self.fetch_file, render_template=self.render_template,
+                            fetch_file=self.fetch_file, list_files=self.list_files,
+                            fire_event=getattr(self.env, "fire_event", None),
+                            render_template=self.render_template,
                             functions=self.functions)
 
     def execute(self, lowstate: Lowstate, test: bool) -> dict[str, dict]:
@@ -150,7 +164,7 @@ def single(env: Any, fun: str, name: str, test: Any = None, **kwargs: Any) -> di
     chunk = {"state": state, "fun": func, "name": name, "__id__": name, "__sls__": None,
              "__env__": kwargs.pop("saltenv", None) or "base", **{k: v for k, v in kwargs.items()
                                                                    if not k.startswith("__")}}
-    lowstate, problems = order_chunks([chunk], lambda s: s in ("cmd", "test", "pkg", "service"))
+    lowstate, problems = order_chunks([chunk], has_mod_watch)
     if problems or lowstate is None:
         return [str(getattr(p, "message", p)) for p in problems]
     lowstate.runs = [Run(0)]
