@@ -33,6 +33,7 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X
 
 from runtime import codec
 from runtime.crypt import aead
+from runtime.crypt.ed25519_strict import public_key_problem
 from runtime.crypt.errors import AuthReplyError, BadMessage, HelloError
 from runtime.crypt.identity import PUBLIC_KEY_SIZE, SIGNATURE_SIZE, Identity, verify_signature
 
@@ -195,6 +196,9 @@ def verify_hello(load: Any, *, now: int | None = None, max_skew_ms: int = DEFAUL
     if abs(hello.ts_ms - current) > max_skew_ms:
         raise HelloError(f"hello timestamp is {(hello.ts_ms - current) / 1000:+.1f} s from the master's clock "
                          f"(limit {max_skew_ms / 1000:g} s)", "clock_skew", hello)
+    key_problem = public_key_problem(hello.pub)
+    if key_problem is not None:  # a small-order key verifies "universal" signatures: refuse it first
+        raise HelloError(f"hello key refused: {key_problem}", "bad_key", hello)
     if not verify_signature(hello.pub, load["sig"], hello.transcript):
         raise HelloError("hello signature does not verify with the public key it carries", "bad_signature", hello)
     return Hello(hello.minion_id, hello.pub, hello.eph, hello.nonce, hello.ts_ms, hello.transcript, True)
@@ -316,6 +320,9 @@ def finish_auth(attempt: AuthAttempt, reply: Any, trust: MasterKeyCheck, *, now:
             raise AuthReplyError("accepted reply lacks its session fields")
     elif sid is not None or eph is not None or sealed is not None:
         raise AuthReplyError("only an accepted reply may carry session fields")
+    key_problem = public_key_problem(master_pub)
+    if key_problem is not None:  # never trust (nor remember) a key anyone can sign for
+        raise AuthReplyError(f"master key refused: {key_problem}", "bad_master_key")
     trust.check(master_pub)
     core = _reply_core(outcome, reason, attempt.minion_id, attempt.nonce, hello_hash, master_pub, master_now,
                        sid, eph)
