@@ -276,8 +276,12 @@ def key(args: argparse.Namespace) -> int:
     else:
         changed = store.delete(exact)
     _after_key_change(opts, action, changed)
-    for minion_id in sorted({m for ids in changed.values() for m in ids}):
+    done = {m for ids in changed.values() for m in ids}
+    for minion_id in sorted(done):
         print(f"Key for minion {minion_id} {action.rstrip('e')}ed.")
+    for minion_id in sorted({m for ids in found.values() for m in ids} - done):
+        print(f"Key for minion {minion_id} not {action.rstrip('e')}ed: its key file is unusable "
+              f"('saltpan key -f {minion_id}' says why; 'saltpan key -d {minion_id}' removes it).", file=sys.stderr)
     return 0
 
 

@@ -35,6 +35,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -244,10 +245,14 @@ class FileKeyStore:
         return found
 
     def _move(self, matches: dict[str, list[str]], to_status: str) -> dict[str, list[str]]:
+        """Move keys; an unusable key file (``finger`` says why) is left where it is, unmoved."""
         moved: dict[str, list[str]] = {}
         for status, ids in matches.items():
             for minion_id in ids:
-                record = self._read(status, minion_id)
+                try:
+                    record = self._read(status, minion_id)
+                except KeyFileError:
+                    continue
                 if record is None:
                     continue
                 # Write the new state before removing the old: lookup() prefers rejected over
@@ -283,21 +288,26 @@ class FileKeyStore:
                     deleted.setdefault(status, []).append(minion_id)
         return deleted
 
-    def _records(self, match: str) -> dict[str, list[KeyRecord]]:
-        out: dict[str, list[KeyRecord]] = {}
+    def _describe(self, match: str, show: Callable[[KeyRecord], str]) -> dict[str, dict[str, str]]:
+        """``{status: {id: show(record)}}``; an unusable key file (corrupt, small-order key, a
+        symlink) is shown as ``unusable key file: <why>`` so that it can still be listed and
+        deleted."""
+        out: dict[str, dict[str, str]] = {}
         for status, ids in self._match(match, STATUSES).items():
             for minion_id in ids:
-                record = self._read(status, minion_id)
+                try:
+                    record = self._read(status, minion_id)
+                except KeyFileError as exc:
+                    out.setdefault(status, {})[minion_id] = f"unusable key file: {exc}"
+                    continue
                 if record is not None:
-                    out.setdefault(status, []).append(record)
+                    out.setdefault(status, {})[minion_id] = show(record)
         return out
 
     def finger(self, match: str) -> dict[str, dict[str, str]]:
         """``{status: {id: "ab:cd:..."}}`` for keys matching ``match`` (``saltpan key -f``)."""
-        return {status: {r.minion_id: r.fingerprint for r in records}
-                for status, records in self._records(match).items()}
+        return self._describe(match, lambda r: r.fingerprint)
 
     def print_keys(self, match: str) -> dict[str, dict[str, str]]:
         """``{status: {id: PEM text}}`` for keys matching ``match`` (``saltpan key -p``)."""
-        return {status: {r.minion_id: public_to_pem(r.public_raw).decode() for r in records}
-                for status, records in self._records(match).items()}
+        return self._describe(match, lambda r: public_to_pem(r.public_raw).decode())
