@@ -200,13 +200,6 @@ def _local_finger(pki_dir: str, match: str) -> dict[str, str]:
         return {}
 
 
-def _exact_match(ids: list[str]) -> str:
-    """A key match naming exactly these ids (glob characters escaped)."""
-    import re
-
-    return ",".join(re.sub(r"([*?\[])", r"[\1]", minion_id) for minion_id in ids)
-
-
 def key(args: argparse.Namespace) -> int:
     from runtime.master.keys import FileKeyStore
 
@@ -268,7 +261,7 @@ def key(args: argparse.Namespace) -> int:
             return 2
         if not (answer or default).startswith("y"):
             return 0
-    exact = _exact_match(sorted({m for ids in found.values() for m in ids}))
+    exact = sorted({m for ids in found.values() for m in ids})   # exactly the ids confirmed above
     if action == "accept":
         changed = store.accept(exact, include_rejected=args.include_rejected, include_denied=args.include_denied)
     elif action == "reject":

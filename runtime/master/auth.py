@@ -61,8 +61,10 @@ class AuthDecision:
     detail: str = ""              # for the master's log only, never sent
 
     def event(self) -> dict[str, Any] | None:
-        """Data for a ``salt/auth`` event in Salt's shape, or None for refusals before the key store."""
-        if self.minion_id is None or self.public_raw is None:
+        """Data for a ``salt/auth`` event in Salt's shape, or None for refusals before the key store
+        and for ids that could not name a key (``../x``, ``a/b``: never put on the bus, where a
+        reactor might use them as a path)."""
+        if self.minion_id is None or self.public_raw is None or id_problem(self.minion_id) is not None:
             return None
         act = _EVENT_ACT.get(self.outcome, "full" if self.reason == "pending_full" else "refused")
         return {"result": self.outcome in ("accepted", "pending"), "act": act, "id": self.minion_id,

@@ -90,9 +90,11 @@ def test_bad_signature_is_refused_and_stores_nothing(fleet):
     assert fleet.keys.lookup("web1") is None
 
 
-def test_invalid_id_refused(fleet):
-    decision = fleet.auth.handle(start_auth(Identity.generate(), "../../etc/passwd").load)
+@pytest.mark.parametrize("bad", ["../../etc/passwd", "../x", "a/b", "a\\b", ".", "..", ".tmp-x", "a\nb", "x\x00y"])
+def test_invalid_id_refused_without_an_event(fleet, bad):
+    decision = fleet.auth.handle(start_auth(Identity.generate(), bad).load)
     assert (decision.outcome, decision.reason) == ("refused", "invalid_id")
+    assert decision.event() is None          # never put on the bus (a reactor may use it as a path)
 
 
 def test_pending_full(fleet, tmp_path):
