@@ -279,23 +279,16 @@ def key(args: argparse.Namespace) -> int:
 
 
 def _after_key_change(opts: dict[str, Any], action: str, changed: dict[str, list[str]]) -> None:
-    """Revoke sessions (rotating the publish key) and fire salt/key events."""
+    """Forget what the master knew under keys that went away (sessions, publish key, data
+    cache: runtime.master.revocation) and fire salt/key events."""
     import os
+
+    from runtime.master import revocation
 
     ids = sorted({m for ids in changed.values() for m in ids})
     if not ids:
         return
-    revoke = action in ("reject", "delete") or (action == "accept" and changed.get("minions_denied"))
-    sessions_db = os.path.join(opts["sock_dir"], "sessions.sqlite")
-    if revoke and os.path.exists(sessions_db):
-        from runtime.master.sessions import SQLiteSessionStore
-
-        store = SQLiteSessionStore.in_sock_dir(opts["sock_dir"])
-        try:
-            for minion_id in ids:
-                store.revoke(minion_id, f"key {action}")
-        finally:
-            store.close()
+    revocation.forget_minions(opts, revocation.loses_identity(action, changed), f"key {action}")
     if not os.path.exists(os.path.join(opts["sock_dir"], "master_event_pull.ipc")):
         return  # the master is not running: nobody to tell
     try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from runtime.master import jsonsafe
@@ -25,20 +26,31 @@ class DataCache(Protocol):
     def flush(self, minion: str) -> None: ...
 
 
+DB_NAME = "minion_data.sqlite"
 _SCHEMA = ("CREATE TABLE IF NOT EXISTS data (minion TEXT, bank TEXT, value TEXT, updated REAL, "
            "PRIMARY KEY (minion, bank))")
 
 
 class SQLiteDataCache:
-    def __init__(self, cachedir: str):
-        self.path, self._db = open_cache_db(cachedir, "minion_data.sqlite", _SCHEMA)
+    """``still_known(minion)``, when given (the master's workers), is asked after every store:
+    data stored for a minion that no longer has a session is removed again, so a request
+    admitted just before its key was deleted cannot leave data behind for the id's next holder
+    (``runtime.master.revocation``)."""
+
+    def __init__(self, cachedir: str, *, still_known: Callable[[str], bool] | None = None):
+        self.path, self._db = open_cache_db(cachedir, DB_NAME, _SCHEMA)
+        self.still_known = still_known
 
     def close(self) -> None:
         self._db.close()
 
     def store(self, minion: str, bank: str, data: Any) -> None:
+        updated = time.time()
         self._db.execute("INSERT OR REPLACE INTO data VALUES (?, ?, ?, ?)",
-                         (minion, bank, jsonsafe.dumps(data), time.time()))
+                         (minion, bank, jsonsafe.dumps(data), updated))
+        if self.still_known is not None and not self.still_known(minion):
+            # revoked (and flushed) while this request was being handled: undo our write only
+            self._db.execute("DELETE FROM data WHERE minion=? AND bank=? AND updated=?", (minion, bank, updated))
 
     def fetch(self, minion: str, bank: str) -> Any:
         row = self._db.execute("SELECT value FROM data WHERE minion=? AND bank=?", (minion, bank)).fetchone()

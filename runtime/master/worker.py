@@ -97,7 +97,7 @@ class Worker:
             auto_accept=bool(opts.get("auto_accept")), heartbeat_s=float(opts.get("heartbeat_period", 5.0))))
         self.channel = ServerChannel(self.store)
         self.jobs = SQLiteJobCache(opts["cachedir"])
-        self.data = SQLiteDataCache(opts["cachedir"])
+        self.data = SQLiteDataCache(opts["cachedir"], still_known=lambda m: bool(self.store.minion_sessions(m)))
         self.events = EventPusher(ctx, self.sock_dir)
         self.publish_sock = transport.make_socket(ctx, zmq.PUSH)
         self.publish_sock.connect(transport.ipc_address(self.sock_dir, PUBLISH_PULL))
