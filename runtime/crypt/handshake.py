@@ -187,15 +187,25 @@ def parse_hello(load: Any) -> Hello:
     return Hello(minion_id, load["pub"], load["eph"], load["nonce"], load["ts"], transcript, False)
 
 
-def verify_hello(load: Any, *, now: int | None = None, max_skew_ms: int = DEFAULT_HELLO_SKEW_MS) -> Hello:
-    """Parse, check the clock and the signature.  On refusal, :class:`HelloError` carries
-    ``.hello`` (the parsed hello, or None when malformed) so that :func:`answer_hello` can still
-    send a signed refusal bound to it."""
+def verify_hello(load: Any, *, now: int | None = None, max_skew_ms: int = DEFAULT_HELLO_SKEW_MS,
+                 not_before_ms: int = 0) -> Hello:
+    """Parse, check the clock, the key and the signature.  On refusal, :class:`HelloError`
+    carries ``.hello`` (the parsed hello, or None when malformed) so that :func:`answer_hello`
+    can still send a signed refusal bound to it.
+
+    ``not_before_ms`` is the master's start time: a hello timestamped earlier was made for a
+    previous run of the master (captured and replayed after a restart, when the store of claimed
+    nonces may be gone) and is refused ``clock_skew``; the refusal carries the master's time, so
+    an honest minion whose estimate lagged corrects it and retries at once."""
     hello = parse_hello(load)
     current = now_ms() if now is None else now
     if abs(hello.ts_ms - current) > max_skew_ms:
         raise HelloError(f"hello timestamp is {(hello.ts_ms - current) / 1000:+.1f} s from the master's clock "
                          f"(limit {max_skew_ms / 1000:g} s)", "clock_skew", hello)
+    if hello.ts_ms < not_before_ms:
+        raise HelloError(f"hello timestamp is {(not_before_ms - hello.ts_ms) / 1000:.1f} s before this master "
+                         "started (made for an earlier run: a replay, or a clock estimate to correct)",
+                         "clock_skew", hello)
     key_problem = public_key_problem(hello.pub)
     if key_problem is not None:  # a small-order key verifies "universal" signatures: refuse it first
         raise HelloError(f"hello key refused: {key_problem}", "bad_key", hello)

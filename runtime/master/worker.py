@@ -203,7 +203,7 @@ class Worker:
             key = load_client_key(client_key_path(self.opts["cachedir"], user))
         except (KeyFileError, ValueError):
             raise Refused("bad_proof", f"no client key for user {user!r}") from None
-        verified_user, nonce = verify_proof(key, proof, body)
+        verified_user, nonce = verify_proof(key, proof, body, not_before_ms=self.store.started_ms())
         if not self.store.claim_nonce("client", nonce, int(time.time() * 1000) + 300_000):
             raise Refused("replayed", "client request replayed")
         return verified_user, body
