@@ -133,6 +133,14 @@ OPTIONS: dict[str, Option] = {
     "heartbeat_period": Option(5.0, "num", "master", "Seconds between minion heartbeats (told to minions at auth)."),
     "presence_events": Option(True, "bool", "master", "Fire salt/presence events."),
     "max_pending_keys": Option(1000, "int", "master", "Largest number of pending keys (key-store flooding)."),
+    "max_minion_data_size": Option(1024 * 1024, "int", "master",
+                                   "saltpan: largest entry of the minion data cache, bytes of JSON: grains (and "
+                                   "other data) a minion uploads beyond it are refused `too_large`, the previous "
+                                   "copy kept; a compiled pillar beyond it is sent but not cached."),
+    "max_event_size": Option(1048576, "int", "master",
+                             "Largest event a minion may fire on the master's bus, bytes (msgpack): larger ones are "
+                             "trimmed as Salt does (the largest values become \"VALUE_TRIMMED\"), then dropped "
+                             "if still too large."),
     "clear_rate_per_peer": Option(200.0, "num", "master", "Clear requests (auth, publish) a second per peer IP."),
     "clear_rate_global": Option(2000.0, "num", "master",
                                 "Clear requests a second for all peers together (hellos and other clear "
