@@ -236,6 +236,15 @@ OPTIONS: dict[str, Option] = {
                               salt="on by default (Salt: false); saltpan derives presence from heartbeats"),
     "max_pending_keys": Option(1000, "int", "master", "Largest number of pending keys (key-store flooding).",
                                salt=SALTPAN_ONLY),
+    "max_minion_data_size": Option(1024 * 1024, "int", "master",
+                                   "saltpan: largest entry of the minion data cache, bytes of JSON: grains (and "
+                                   "other data) a minion uploads beyond it are refused `too_large`, the previous "
+                                   "copy kept; a compiled pillar beyond it is sent but not cached.",
+                                   unit="bytes", salt=SALTPAN_ONLY),
+    "max_event_size": Option(1048576, "int", "master",
+                             "Largest event a minion may fire on the master's bus, bytes (msgpack): larger ones are "
+                             "trimmed as Salt does (the largest values become \"VALUE_TRIMMED\"), then dropped "
+                             "if still too large.", unit="bytes"),
     "clear_rate_per_peer": Option(200.0, "num", "master", "Clear requests (auth, publish) a second per peer IP.", unit="per second", salt=SALTPAN_ONLY),
     "clear_rate_global": Option(2000.0, "num", "master",
                                 "Clear requests a second for all peers together (hellos and other clear "

@@ -35,7 +35,8 @@ from runtime.events import MASTER_PREFIXES, EventPusher
 from runtime.master import acl as acl_mod
 from runtime.master import fileserver, targeting
 from runtime.master.auth import AuthService, AuthSettings
-from runtime.master.datacache import SQLiteDataCache
+from runtime.master.datacache import DataTooLarge, SQLiteDataCache
+from runtime.master.event_size import bound_event
 from runtime.master.jobcache import SQLiteJobCache
 from runtime.master.keys import FileKeyStore
 from runtime.master.sessions import SQLiteSessionStore
@@ -97,7 +98,8 @@ class Worker:
             auto_accept=bool(opts.get("auto_accept")), heartbeat_s=float(opts.get("heartbeat_period", 5.0))))
         self.channel = ServerChannel(self.store)
         self.jobs = SQLiteJobCache(opts["cachedir"])
-        self.data = SQLiteDataCache(opts["cachedir"])
+        self.data = SQLiteDataCache(opts["cachedir"], still_known=lambda m: bool(self.store.minion_sessions(m)),
+                                    max_size=int(opts.get("max_minion_data_size", 1024 * 1024)))
         self.events = EventPusher(ctx, self.sock_dir)
         self.publish_sock = transport.make_socket(ctx, zmq.PUSH)
         self.publish_sock.connect(transport.ipc_address(self.sock_dir, PUBLISH_PULL))
@@ -168,7 +170,7 @@ class Worker:
         else:
             try:
                 reply = handler(minion_id, payload)
-            except (Refused, fileserver.FileServerError) as exc:
+            except (Refused, fileserver.FileServerError, DataTooLarge) as exc:
                 self.refusals.warning(f"aes:{cmd}:{exc.reason}", "refused %s from minion %s (%s): %s", cmd,
                                       minion_id, exc.reason, exc.message)
                 reply = codec.error_load(exc.reason, exc.message)
@@ -203,7 +205,7 @@ class Worker:
             key = load_client_key(client_key_path(self.opts["cachedir"], user))
         except (KeyFileError, ValueError):
             raise Refused("bad_proof", f"no client key for user {user!r}") from None
-        verified_user, nonce = verify_proof(key, proof, body)
+        verified_user, nonce = verify_proof(key, proof, body, not_before_ms=self.store.started_ms())
         if not self.store.claim_nonce("client", nonce, int(time.time() * 1000) + 300_000):
             raise Refused("replayed", "client request replayed")
         return verified_user, body
@@ -272,7 +274,7 @@ class Worker:
 
     def expected_minions(self, tgt: Any, tgt_type: str) -> list[str]:
         accepted = self.keys.list_keys().get("minions", [])
-        return targeting.expected_minions(tgt, tgt_type, accepted, self.data.all("grains"), self.data.all("pillar"),
+        return targeting.expected_minions(tgt, tgt_type, accepted, self.data.view("grains"), self.data.view("pillar"),
                                           self.opts.get("nodegroups") or {})
 
     def job_returns(self, peer: str, load: dict) -> dict:
@@ -373,7 +375,11 @@ class Worker:
                 self.refusals.warning(f"event:{minion_id}", "refused event tag %r from minion %s (master_tag)", tag[:80],
                                       minion_id)
                 continue
-            data = dict(event.get("data") or {})
+            data = bound_event(dict(event.get("data") or {}), int(self.opts.get("max_event_size", 1048576)))
+            if data is None:   # larger than max_event_size even trimmed as Salt trims
+                self.refusals.warning(f"event:{minion_id}:too_large", "dropped event %r from minion %s (too_large): "
+                                      "larger than max_event_size even trimmed", tag[:80], minion_id)
+                continue
             data["id"] = minion_id
             self.events.fire(tag, data)
             fired += 1
