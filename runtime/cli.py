@@ -23,6 +23,9 @@ def _compile_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--strict", action="store_true",
                    help="warn (file:line) at each template call that would read the minion's host and got the "
                         "offline answer (docs/compile.md)")
+    p.add_argument("--offline", action="store_true",
+                   help="with a masterless minion's own config: answer host reads as on a host without the "
+                        "thing, as for any other minion (docs/compile.md)")
     fleet = p.add_argument_group("fleet tools (docs/fleet.md)")
     fleet.add_argument("--all", action="store_true", help="compile every minion of the fleet, in parallel")
     fleet.add_argument("--target", help="with --all: only the minions this target matches (glob unless -G/-C/...)")

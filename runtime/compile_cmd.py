@@ -143,6 +143,9 @@ def run(args: argparse.Namespace) -> int:
         minion_id = args.minion or opts.get("id")
         if not minion_id:
             raise UsageError("compile needs --minion ID (or an `id` in the config file)")
+        from runtime import pipeline
+
+        this_host = pipeline.compiles_this_host(opts, minion_id) and not getattr(args, "offline", False)
         opts["id"] = minion_id
         grains = minion_grains(opts, minion_id, args.grains, getattr(args, "fleet", None))
     except (ConfigError, UsageError) as exc:
@@ -159,11 +162,10 @@ def run(args: argparse.Namespace) -> int:
     for problem in problems:
         print(f"error: {problem}", file=sys.stderr)
     failed = 1 if problems or fetch_failed else 0
-    from runtime import pipeline
     from runtime.modules import OfflineReport
 
     report = OfflineReport()
-    functions = pipeline.offline_functions(opts, report)
+    functions = pipeline.offline_functions(opts, report, read_host=this_host)
     if show == "pillar":
         result = pipeline.pillar_compiler(opts, functions=functions).compile(minion_id, grains)
         print(output.render(masker.mask(result.pillar), out, sys.stdout))

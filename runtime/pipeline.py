@@ -21,12 +21,23 @@ if TYPE_CHECKING:   # the state compiler is imported when used: a pillar compile
     from runtime.modules import OfflineReport
 
 
-def offline_functions(opts: Mapping[str, Any], report: OfflineReport | None = None) -> FunctionsFactory:
+def offline_functions(opts: Mapping[str, Any], report: OfflineReport | None = None,
+                      read_host: bool = False) -> FunctionsFactory:
     """The execution functions templates may call in an offline compile (saltpan compile, the master's
-    pillar): from the one registry (runtime/modules), nothing read from or run on this machine."""
+    pillar): from the one registry (runtime/modules), nothing read from or run on this machine --
+    except, with read_host (compiling a masterless minion on itself, see compiles_this_host), the
+    functions that only read the host."""
     from runtime.modules import offline_functions as make
 
-    return make(LocalRoots(opts.get("file_roots") or {}), LocalRoots(opts.get("pillar_roots") or {}), report)
+    return make(LocalRoots(opts.get("file_roots") or {}), LocalRoots(opts.get("pillar_roots") or {}), report,
+                read_host)
+
+
+def compiles_this_host(opts: Mapping[str, Any], minion_id: str) -> bool:
+    """Whether a compile with these options is for the host it runs on: the config is a masterless
+    minion's (``file_client: local``) and the minion compiled is that config's own ``id`` -- what
+    ``salt-call --local state.show_lowstate`` is in Salt, which reads the host it runs on."""
+    return opts.get("file_client") == "local" and bool(opts.get("id")) and opts.get("id") == minion_id
 
 
 def pillar_compiler(opts: Mapping[str, Any], source: FileSource | None = None,

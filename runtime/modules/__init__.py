@@ -196,16 +196,25 @@ class OfflineReport:
 class TemplateFunctions:
     """The execution functions one render may call (compiler.salt_functions.FunctionMap)."""
 
-    def __init__(self, env: ModuleEnv, offline: bool, report: OfflineReport | None = None):
+    def __init__(self, env: ModuleEnv, offline: bool, report: OfflineReport | None = None,
+                 read_host: bool = False):
         self.env = env
         self.offline = offline
         self.report = report
+        # offline, but compiling for this very host (a masterless minion's own config): functions that
+        # only read the host read it, as salt-call --local does; commands still never run
+        self.read_host = read_host
         self._bound: dict[str, Callable[..., Any]] = {}
+
+    def _answers_offline(self, fn: Function) -> bool:
+        if not self.offline or fn.access is Access.PURE:
+            return False
+        return not (self.read_host and fn.access is Access.HOST)
 
     def _callable(self, fn: Function) -> bool:
         if fn.access is Access.JOB:
             return False
-        if self.offline and fn.access is not Access.PURE:
+        if self._answers_offline(fn):
             return fn.absent is not None
         return True
 
@@ -216,7 +225,7 @@ class TemplateFunctions:
         fn = registry().get(name) if isinstance(name, str) else None
         if fn is None or not self._callable(fn):
             raise KeyError(name)
-        bound = self._offline(fn) if self.offline and fn.access is not Access.PURE else self._live(fn)
+        bound = self._offline(fn) if self._answers_offline(fn) else self._live(fn)
         self._bound[name] = bound
         return bound
 
@@ -276,14 +285,17 @@ class TemplateFunctions:
 
 
 def offline_functions(file_roots: FileSource | None = None, pillar_roots: FileSource | None = None,
-                      report: OfflineReport | None = None) -> FunctionsFactory:
-    """The template table of an offline compile (``saltpan compile``, the master's pillar)."""
+                      report: OfflineReport | None = None, read_host: bool = False) -> FunctionsFactory:
+    """The template table of an offline compile (``saltpan compile``, the master's pillar).
+
+    read_host: the compile is for this very host (``saltpan compile`` with a masterless minion's own
+    config): functions that read the host read it; commands still never run."""
 
     def make(minion_id: str, grains: Mapping[str, Any], pillar: Mapping[str, Any],
              opts: Mapping[str, Any]) -> FunctionMap:
         env = ModuleEnv(opts=opts, grains=grains, pillar=pillar,  # type: ignore[arg-type]
                         state_source=file_roots, pillar_source=pillar_roots)
-        return TemplateFunctions(env, offline=True, report=report)
+        return TemplateFunctions(env, offline=True, report=report, read_host=read_host)
 
     return make
 

@@ -68,7 +68,7 @@ def load_case(name: str) -> oracle.Case:
 
 
 def expected(name: str, view: str) -> Any:
-    with open(os.path.join(CASES_DIR, name, "expected", f"{view.removeprefix('live_')}.json"), encoding="utf-8") as fh:
+    with open(os.path.join(CASES_DIR, name, "expected", f"{view.removeprefix('live_').removeprefix('offline_')}.json"), encoding="utf-8") as fh:
         return json.load(fh)
 
 
@@ -78,8 +78,10 @@ def argv(view: str, ws: oracle.Workspace) -> list[str]:
         return [*base, "call", "--config", ws.config_path, "--local", "state.apply", "test=True", "--out", "json"]
     if view.startswith("live_"):
         return [*base, "call", "--config", ws.config_path, "--local", f"state.show_{view[5:]}", "--out", "json"]
-    return [*base, "compile", "--config", ws.config_path, "--minion", ws.minion_id,
-            "--grains", os.path.join(ws.case_dir, "grains.yaml"), "--show", view, "--out", "json"]
+    offline = ["--offline"] if view.startswith("offline_") else []
+    return [*base, "compile", "--config", ws.config_path, "--minion", ws.minion_id, *offline,
+            "--grains", os.path.join(ws.case_dir, "grains.yaml"), "--show", view.removeprefix("offline_"),
+            "--out", "json"]
 
 
 def norm_apply(data: Any) -> Any:
@@ -114,7 +116,7 @@ def run(name: str, view: str) -> Outcome:
             doc: Any = oracle.errors_doc(messages) if messages else {"__errors__": ["crash"]}
         else:
             data = scrub(oracle.replace_paths(oracle.unwrap(parsed), pairs), keys)
-            base = view.removeprefix("live_")
+            base = view.removeprefix("live_").removeprefix("offline_")
             doc = norm_apply(data) if base == "apply_test" else oracle.NORMALISERS[base](data)
     want = expected(name, view)
     tail = "\n".join(stderr.strip().splitlines()[-4:])

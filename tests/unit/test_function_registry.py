@@ -139,3 +139,30 @@ def test_compile_strict_warns_with_file_and_line(tmp_path: Path) -> None:
     assert f"warning: {tz}:7: salt['user.info'] reads the minion's host" in strict.stderr
     assert "returned {}" in strict.stderr
     assert '"link"' in strict.stdout and '"none"' in strict.stdout
+
+
+def test_compiling_this_host_reads_it_but_never_runs_a_command(tmp_path: Path) -> None:
+    """A masterless minion's own config compiles this host (salt-call --local state.show_lowstate):
+    host reads read it; commands still never run."""
+    here = tmp_path / "present.txt"
+    here.write_text("x\n")
+    marker = tmp_path / "ran"
+    env = ModuleEnv(opts={"id": "m1"}, grains={"id": "m1"}, pillar={})
+    table = SaltFunctions(offline_functions(read_host=True)("m1", env.grains, env.pillar, env.opts))
+    assert table["file.file_exists"](str(here)) is True
+    assert table["cmd.has_exec"]("sh") is True
+    assert table["cmd.run"](f"touch {marker}") == ""
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize(("opts", "minion", "expected"), [
+    ({"file_client": "local", "id": "web1"}, "web1", True),
+    ({"file_client": "local", "id": "web1"}, "web2", False),  # another minion: offline rule
+    ({"file_client": "remote", "id": "web1"}, "web1", False),  # a master's minion: compiled elsewhere
+    ({"id": "web1"}, "web1", False),  # a master config (no file_client)
+    ({"file_client": "local"}, "web1", False),
+])
+def test_which_compiles_are_for_this_host(opts: dict, minion: str, expected: bool) -> None:
+    from runtime.pipeline import compiles_this_host
+
+    assert compiles_this_host(opts, minion) is expected
