@@ -17,7 +17,7 @@ from __future__ import annotations
 import copy
 import fnmatch
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,12 +58,13 @@ class StateCompiler:
     """Compiles top, high data and low chunks for minions (reusable: templates are cached)."""
 
     def __init__(self, opts: Mapping[str, Any], source: FileSource, renderer: Renderer | None = None,
-                 extra_functions: Mapping[str, Callable[..., Any]] | None = None):
+                 functions: salt_functions.FunctionsFactory | None = None):
         self.opts = opts
         self.source = source
         self.renderer = renderer or Renderer(source, opts.get("renderer") or "jinja|yaml",
                                              opts.get("renderer_blacklist"), opts.get("renderer_whitelist"))
-        self.extra_functions = dict(extra_functions or {})
+        # the execution functions templates call as salt['mod.fun'] (the caller's registry)
+        self.functions = functions or salt_functions.no_functions
 
     def session(self, minion_id: str, grains: Mapping[str, Any], pillar: Mapping[str, Any],
                 saltenv: str | None = None) -> _Session:
@@ -103,7 +104,7 @@ class _Session:
         self.declared: dict[str, list[Origin]] = {}
         self.iorder = AUTO_ORDER_START
         self.auto_order = bool(self.opts.get("state_auto_order", True))
-        self._salt = salt_functions.build(minion_id, grains, pillar, self.opts).extend(owner.extra_functions)
+        self._salt = salt_functions.SaltFunctions(owner.functions(minion_id, grains, pillar, self.opts))
         self._avail: dict[str, list[str]] = {}
         self._available: set[str] | None = None
 

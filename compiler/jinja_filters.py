@@ -1,405 +1,822 @@
-"""Salt's Jinja filters and tests (the commonly used ones), as pure functions."""
+"""Salt's Jinja filters and tests (salt/utils/jinja.py, data.py, stringutils.py, hashutils.py,
+dictupdate.py, yamlencoding.py, dateutils.py, path.py), as pure functions with Salt's semantics.
+
+The network filters (ipaddr, ipv4, network_hosts ...) are in compiler/jinja_net_filters.py; the filters
+that read the host (which, file_hashsum, is_empty, list_files ...) are in compiler/jinja_host_filters.py
+and go through the render's ``salt`` table, so the offline rule applies to them too.
+"""
 
 from __future__ import annotations
 
 import base64
+import datetime
 import hashlib
-import ipaddress
+import hmac as hmaclib
+import io
 import itertools
 import json
+import os
+import posixpath
+import random
 import re
 import shlex
-import time
-from collections.abc import Callable, Iterable, Mapping
+import sys
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Any
 
+import jinja2
+import yaml
 from markupsafe import Markup
 
-from compiler import yamlload
+from compiler import jinja_net_filters, saltdata
+
+
+class FilterError(jinja2.TemplateRuntimeError):
+    """A filter given values it cannot handle (Salt raises SaltInvocationError / SaltException)."""
+
+
+# -- bools, sequences, sets ---------------------------------------------------------------------------
 
 
 def to_bool(val: Any) -> bool:
+    """salt.utils.jinja.to_bool: 'yes'/'1'/'true' (any case), a positive int, a non-empty container."""
     if val is None:
         return False
     if isinstance(val, bool):
         return val
-    if isinstance(val, (int, float)):
-        return val > 0
     if isinstance(val, str):
-        return val.lower() in ("yes", "1", "true")  # as Salt: 'on', 'y' and ' yes' are false
-    if hasattr(val, "__len__"):
+        return val.lower() in ("yes", "1", "true")
+    if isinstance(val, int):
+        return val > 0
+    if not isinstance(val, Hashable):
         return len(val) > 0
-    return bool(val)
+    return False
 
 
-def sequence(val: Any) -> Any:
-    """Wrap anything but a list, tuple, set or dict in a list (a dict stays a dict, as in Salt)."""
-    if isinstance(val, (list, tuple, set, frozenset, Mapping)):
-        return val
-    return [val]
+def sequence(data: Any) -> Any:
+    """Wrap anything but a list, tuple, set or dict in a list."""
+    if not isinstance(data, (list, tuple, set, dict)):
+        return [data]
+    return data
 
 
-def unique(values: Iterable[Any]) -> list[Any]:
-    out: list[Any] = []
-    for item in values:
-        if item not in out:
-            out.append(item)
+def unique(values: Any) -> Any:
+    """Salt's unique: a set for a hashable value (a string gives its characters), else the list of
+    distinct items in order."""
+    if isinstance(values, Hashable):
+        return set(values)
+    out: list = []
+    for value in values:
+        if value not in out:
+            out.append(value)
     return out
 
 
-def yaml_filter(value: Any, flow_style: bool = True) -> Markup:
-    return Markup(yamlload.dump(_plain(value), flow_style=flow_style))
+def union(lst1: Any, lst2: Any) -> Any:
+    if isinstance(lst1, Hashable) and isinstance(lst2, Hashable):
+        return set(lst1) | set(lst2)
+    return unique(lst1 + lst2)
 
 
-def json_filter(value: Any, sort_keys: bool = True, indent: int | None = None) -> Markup:
-    return Markup(json.dumps(_plain(value), sort_keys=sort_keys, indent=indent))
+def intersect(lst1: Any, lst2: Any) -> Any:
+    if isinstance(lst1, Hashable) and isinstance(lst2, Hashable):
+        return set(lst1) & set(lst2)
+    return unique([ele for ele in lst1 if ele in lst2])
 
 
-def tojson(value: Any, indent: int | None = None) -> Markup:
-    return Markup(json.dumps(_plain(value), indent=indent, ensure_ascii=True))
+def difference(lst1: Any, lst2: Any) -> Any:
+    if isinstance(lst1, Hashable) and isinstance(lst2, Hashable):
+        return set(lst1) - set(lst2)
+    return unique([ele for ele in lst1 if ele not in lst2])
 
 
-def yaml_encode(value: Any) -> Markup:
-    return Markup(yamlload.dump(_plain(value), flow_style=True))
+def symmetric_difference(lst1: Any, lst2: Any) -> Any:
+    if isinstance(lst1, Hashable) and isinstance(lst2, Hashable):
+        return set(lst1) ^ set(lst2)
+    both = intersect(lst1, lst2)
+    return unique([ele for ele in union(lst1, lst2) if ele not in both])
 
 
-def yaml_dquote(value: Any) -> Markup:
-    return Markup(yamlload.dump(str(value), flow_style=True, default_style='"'))
+def lst_avg(lst: Any) -> float:
+    if not isinstance(lst, Hashable):
+        return float(sum(lst) / len(lst))
+    return float(lst)
 
 
-def yaml_squote(value: Any) -> Markup:
-    return Markup(yamlload.dump(str(value), flow_style=True, default_style="'"))
+def is_list(value: Any) -> bool:
+    return isinstance(value, list)
 
 
-_SCALARS = frozenset({str, int, float, bool, type(None)})
+def is_iter(thing: Any, ignore: Any = (str,)) -> bool:
+    if ignore and isinstance(thing, ignore):
+        return False
+    try:
+        iter(thing)
+        return True
+    except TypeError:
+        return False
 
 
-def _plain(value: Any) -> Any:
-    """Turn Jinja-side containers (Markup, tuples, generators) into plain data."""
-    kind = type(value)
-    if kind in _SCALARS:  # fast path: exact types only (Markup, a str subclass, goes on below)
-        return value
-    if kind is dict:
-        return {_plain(k): _plain(v) for k, v in value.items()}
-    if kind is list:
-        return [_plain(v) for v in value]
-    if isinstance(value, Markup):
-        return str(value)
-    if isinstance(value, Mapping):
-        return {_plain(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)) or (
-        isinstance(value, Iterable) and not isinstance(value, (str, bytes))
-    ):
-        return [_plain(v) for v in value]
-    return value
+def flatten(data: Iterable, levels: int | None = None, preserve_nulls: bool = False,
+            _ids: set[int] | None = None) -> list:
+    """salt.utils.data.flatten: nested iterables (not strings) spliced in; None/'None'/'null' dropped
+    unless preserve_nulls."""
+    _ids = set() if _ids is None else _ids
+    if id(data) in _ids:
+        raise RecursionError("Reference cycle detected. Check input list.")
+    _ids.add(id(data))
+    out: list = []
+    for element in data:
+        if not preserve_nulls and element in (None, "None", "null"):
+            continue
+        if is_iter(element):
+            if levels is None:
+                out.extend(flatten(element, preserve_nulls=preserve_nulls, _ids=_ids))
+            elif levels >= 1:
+                out.extend(flatten(element, levels=int(levels) - 1, preserve_nulls=preserve_nulls, _ids=_ids))
+            else:
+                out.append(element)
+        else:
+            out.append(element)
+    return out
 
 
-def regex_search(txt: str, rgx: str, ignorecase: bool = False, multiline: bool = False) -> tuple[Any, ...] | None:
-    flags = (re.I if ignorecase else 0) | (re.M if multiline else 0)
-    return _groups(re.search(rgx, txt, flags))
+def exactly_n(iterable: Iterable, amount: int = 1) -> bool:
+    items = iter(iterable)
+    return all(any(items) for _ in range(amount)) and not any(items)
 
 
-def regex_match(txt: str, rgx: str, ignorecase: bool = False, multiline: bool = False) -> tuple[Any, ...] | None:
-    flags = (re.I if ignorecase else 0) | (re.M if multiline else 0)
-    return _groups(re.match(rgx, txt, flags))
+def exactly_one(iterable: Iterable) -> bool:
+    return exactly_n(iterable)
 
 
-def _groups(found: re.Match[str] | None) -> tuple[Any, ...] | None:
-    """The groups of a match, or (whole match,) for a pattern without groups (as Salt's filters)."""
-    if found is None:
+def substring_in_list(string_to_search_for: str, list_to_search: Iterable) -> bool:
+    return any(string_to_search_for in s for s in list_to_search)
+
+
+def sorted_ignorecase(to_sort: Iterable) -> list:
+    return sorted(to_sort, key=lambda x: x.lower())
+
+
+def compare_lists(old: Any = None, new: Any = None) -> dict:
+    ret: dict = {}
+    for item in new:
+        if item not in old:
+            ret.setdefault("new", []).append(item)
+    for item in old:
+        if item not in new:
+            ret.setdefault("old", []).append(item)
+    return ret
+
+
+def compare_dicts(old: Any = None, new: Any = None) -> dict:
+    ret = {}
+    for key in set(new or {}).union(old or {}):
+        if key not in old:
+            ret[key] = {"old": "", "new": new[key]}
+        elif key not in new:
+            ret[key] = {"new": "", "old": old[key]}
+        elif new[key] != old[key]:
+            ret[key] = {"old": old[key], "new": new[key]}
+    return ret
+
+
+def to_entries(data: Any) -> list[dict]:
+    if isinstance(data, dict):
+        return [{"key": key, "value": value} for key, value in data.items()]
+    if isinstance(data, list):
+        return [{"key": idx, "value": value} for idx, value in enumerate(data)]
+    raise FilterError("Input data must be a dict or list")
+
+
+def from_entries(entries: Iterable) -> dict:
+    ret = {}
+    for entry in entries:
+        lowered = {str(k).lower(): v for k, v in entry.items()}
+        for key in ("key", "name"):
+            keyval = lowered.get(key)
+            if keyval:
+                ret[keyval] = lowered.get("value")
+                break
+    return ret
+
+
+def mysql_to_dict(data: Iterable[str], key: str) -> dict:
+    ret = {}
+    headers = [""]
+    for line in data:
+        if not line or line.startswith("+"):
+            continue
+        comps = [comp.strip() for comp in line.split("|")]
+        if len(headers) > 1:
+            row = {headers[field]: to_num(comps[field]) for field in range(1, len(headers) - 1)}
+            ret[row[key]] = row
+        else:
+            headers = comps
+    return ret
+
+
+def random_sample(value: Any, size: int, seed: Any = None) -> list:
+    if seed is None:
+        return random.sample(value, size)
+    return random.Random(hash(seed)).sample(value, size)
+
+
+def random_shuffle(value: Any, seed: Any = None) -> list:
+    return random_sample(value, len(value), seed=seed)
+
+
+def skip(data: Any) -> str:
+    return ""
+
+
+def method_call(obj: Any, f_name: str, *f_args: Any, **f_kwargs: Any) -> Any:
+    if not isinstance(f_name, str) or f_name.startswith("_"):
+        raise FilterError(f"method_call refuses the method {f_name!r}")
+    return getattr(obj, f_name, lambda *args, **kwargs: None)(*f_args, **f_kwargs)
+
+
+# -- dict editing (salt.utils.dictupdate) -----------------------------------------------------------
+
+
+def _dict_rpartition(in_dict: Any, keys: Any, delimiter: str = ":", ordered_dict: bool = False) -> tuple[Any, Any]:
+    if delimiter in keys:
+        all_but_last, _, last = keys.rpartition(delimiter)
+        pointer = in_dict
+        for key in all_but_last.split(delimiter):
+            if key not in pointer or pointer[key] is None:
+                pointer[key] = OrderedDict() if ordered_dict else {}
+            pointer = pointer[key]
+        return pointer, last
+    return in_dict, keys
+
+
+def set_dict_key_value(in_dict: Any, keys: str, value: Any, delimiter: str = ":", ordered_dict: bool = False) -> Any:
+    pointer, last = _dict_rpartition(in_dict, keys, delimiter, ordered_dict)
+    pointer[last] = value
+    return in_dict
+
+
+def update_dict_key_value(in_dict: Any, keys: str, value: Any, delimiter: str = ":",
+                          ordered_dict: bool = False) -> Any:
+    pointer, last = _dict_rpartition(in_dict, keys, delimiter, ordered_dict)
+    if last not in pointer or pointer[last] is None:
+        pointer[last] = OrderedDict() if ordered_dict else {}
+    try:
+        pointer[last].update(value)
+    except AttributeError:
+        raise FilterError(f"The last key contains a {type(pointer[last])}, which cannot update.") from None
+    except (ValueError, TypeError):
+        raise FilterError(f"Cannot update {type(pointer[last])} with a {type(value)}.") from None
+    return in_dict
+
+
+def append_dict_key_value(in_dict: Any, keys: str, value: Any, delimiter: str = ":",
+                          ordered_dict: bool = False) -> Any:
+    pointer, last = _dict_rpartition(in_dict, keys, delimiter, ordered_dict)
+    if last not in pointer or pointer[last] is None:
+        pointer[last] = []
+    try:
+        pointer[last].append(value)
+    except AttributeError:
+        raise FilterError(f"The last key contains a {type(pointer[last])}, which cannot append.") from None
+    return in_dict
+
+
+def extend_dict_key_value(in_dict: Any, keys: str, value: Any, delimiter: str = ":",
+                          ordered_dict: bool = False) -> Any:
+    pointer, last = _dict_rpartition(in_dict, keys, delimiter, ordered_dict)
+    if last not in pointer or pointer[last] is None:
+        pointer[last] = []
+    try:
+        pointer[last].extend(value)
+    except AttributeError:
+        raise FilterError(f"The last key contains a {type(pointer[last])}, which cannot extend.") from None
+    except TypeError:
+        raise FilterError(f"Cannot extend {type(pointer[last])} with a {type(value)}.") from None
+    return in_dict
+
+
+# -- strings, numbers, regular expressions -------------------------------------------------------------
+
+
+def to_num(text: Any) -> Any:
+    try:
+        return int(text)
+    except ValueError:
+        try:
+            return float(text)
+        except ValueError:
+            return text
+
+
+def to_bytes(s: Any, encoding: Any = None, errors: str = "strict") -> bytes:
+    encodings = ("utf-8",) if encoding is None else (encoding if isinstance(encoding, (tuple, list)) else (encoding,))
+    if isinstance(s, bytes):
+        return s
+    if isinstance(s, bytearray):
+        return bytes(s)
+    if isinstance(s, str):
+        error: Exception | None = None
+        for enc in encodings:
+            try:
+                return s.encode(enc, errors)
+            except UnicodeEncodeError as exc:
+                error = exc
+        raise error or ValueError("encoding cannot be empty")
+    raise TypeError(f"expected str, bytes, or bytearray not {type(s)}")
+
+
+def _bytes(value: Any) -> bytes:
+    return value if isinstance(value, bytes) else to_bytes(value if isinstance(value, (str, bytearray)) else str(value))
+
+
+def is_hex(value: Any) -> bool:
+    try:
+        int(value, 16)
+        return True
+    except (TypeError, ValueError):
+        return False
+
+
+def contains_whitespace(text: str) -> bool:
+    return any(x.isspace() for x in text)
+
+
+def human_to_bytes(size: Any, default_unit: str = "B", handle_metric: bool = False) -> int:
+    found = re.match(r"(?P<value>[0-9.]*)\s*(?P<unit>.*)$", str(size).strip())
+    assert found is not None  # the pattern matches any text
+    text, unit = found.group("value"), found.group("unit").lower() or default_unit.lower()
+    value: float
+    try:
+        value = int(text)
+    except ValueError:
+        try:
+            value = float(text)
+        except ValueError:
+            return 0
+    dec = False
+    if re.match(r"[kmgtpezy]b$", unit):
+        dec = bool(handle_metric)
+    elif not re.match(r"(b|[kmgtpezy](ib)?)$", unit):
+        return 0
+    power = "bkmgtpezy".index(unit[0])
+    value *= 10 ** (power * 3) if dec else 2 ** (power * 10)
+    return int(value)
+
+
+def _expr_match(line: str, expr: str) -> bool:
+    import fnmatch
+
+    try:
+        if fnmatch.fnmatch(line, expr):
+            return True
+        try:
+            if re.match(rf"\A{expr}\Z", line):
+                return True
+        except re.error:
+            pass
+    except TypeError:
+        pass
+    return False
+
+
+def check_whitelist_blacklist(value: Any, whitelist: Any = None, blacklist: Any = None) -> bool:
+    blacklist = [blacklist] if isinstance(blacklist, str) else (blacklist or [])
+    whitelist = [whitelist] if isinstance(whitelist, str) else (whitelist or [])
+    for name, given in (("blacklist", blacklist), ("whitelist", whitelist)):
+        if not hasattr(given, "__iter__"):
+            raise TypeError(f"Expecting iterable {name}, but got {type(given).__name__} ({given})")
+    black = any(_expr_match(value, expr) for expr in blacklist)
+    white = any(_expr_match(value, expr) for expr in whitelist)
+    if blacklist and not whitelist:
+        return not black
+    if whitelist and not blacklist:
+        return white
+    if blacklist and whitelist:
+        return not black and white
+    return True
+
+
+def to_snake_case(camel_input: str) -> str:
+    res = camel_input[0].lower()
+    for i, letter in enumerate(camel_input[1:], 1):
+        if letter.isupper() and (camel_input[i - 1].islower()
+                                 or (i != len(camel_input) - 1 and camel_input[i + 1].islower())):
+            res += "_"
+        res += letter.lower()
+    return res
+
+
+def to_camelcase(snake_input: str, uppercamel: bool = False) -> str:
+    words = snake_input.split("_")
+    if uppercamel:
+        words[0] = words[0].capitalize()
+    return words[0] + "".join(word.capitalize() for word in words[1:])
+
+
+def _flags(ignorecase: bool, multiline: bool) -> int:
+    return (re.I if ignorecase else 0) | (re.M if multiline else 0)
+
+
+def regex_search(txt: str, rgx: str, ignorecase: bool = False, multiline: bool = False) -> tuple | None:
+    found = re.search(rgx, txt, _flags(ignorecase, multiline))
+    if not found:
+        return None
+    return found.groups() or (found.group(),)
+
+
+def regex_match(txt: str, rgx: str, ignorecase: bool = False, multiline: bool = False) -> tuple | None:
+    found = re.match(rgx, txt, _flags(ignorecase, multiline))
+    if not found:
         return None
     return found.groups() or (found.group(),)
 
 
 def regex_replace(txt: str, rgx: str, val: str, ignorecase: bool = False, multiline: bool = False) -> str:
-    flags = (re.I if ignorecase else 0) | (re.M if multiline else 0)
-    return re.sub(rgx, val, txt, flags=flags)
+    return re.compile(rgx, _flags(ignorecase, multiline)).sub(val, txt)
 
 
-def is_ip(value: Any, options: str | None = None) -> bool:
+def regex_escape(value: str) -> str:
+    return re.escape(value)
+
+
+def quote(txt: str) -> str:
+    return shlex.quote(txt)
+
+
+def path_join(*parts: Any, **kwargs: Any) -> str:
+    """salt.utils.path.join: each part normalised, leading separators of later parts dropped."""
+    use_posixpath = kwargs.pop("use_posixpath", False)
+    kwargs = {k: v for k, v in kwargs.items() if not k.startswith("__")}
+    if kwargs:
+        raise FilterError(f"path_join: unknown keyword arguments {', '.join(sorted(kwargs))}")
+    pathlib = posixpath if use_posixpath else os.path
+    normed = [pathlib.normpath(str(p)) for p in parts]
+    if not normed:
+        return ""
+    root, rest = normed[0], normed[1:]
+    joined = pathlib.join(root, *[p.lstrip(os.sep) for p in rest]) if rest else root
+    return pathlib.normpath(joined)
+
+
+# -- dates ----------------------------------------------------------------------------------------
+
+
+def _date_cast(date: Any) -> datetime.datetime:
+    if date is None:
+        return datetime.datetime.now()
+    if isinstance(date, datetime.datetime):
+        return date
     try:
-        ipaddress.ip_address(str(value))
-        return True
-    except ValueError:
-        return False
+        if isinstance(date, str):
+            date = int(date) if date.isdigit() else float(date)
+        return datetime.datetime.fromtimestamp(date)
+    except Exception:  # noqa: BLE001 - Salt's message for anything it cannot read
+        raise FilterError(f"Unable to parse {date}. Consider installing timelib") from None
 
 
-def is_ipv4(value: Any) -> bool:
+def strftime(date: Any = None, format: str = "%Y-%m-%d") -> str:  # noqa: A002 - Salt's argument name
+    return _date_cast(date).strftime(format)
+
+
+# -- hashes and encodings ---------------------------------------------------------------------------
+
+
+def base64_encode(instr: Any) -> str:
+    return base64.b64encode(_bytes(instr)).decode()
+
+
+def base64_decode(instr: Any) -> Any:
+    decoded = base64.b64decode(_bytes(instr))
     try:
-        return ipaddress.ip_address(str(value)).version == 4
-    except ValueError:
-        return False
+        return decoded.decode()
+    except UnicodeDecodeError:
+        return decoded
 
 
-def is_ipv6(value: Any) -> bool:
-    try:
-        return ipaddress.ip_address(str(value)).version == 6
-    except ValueError:
-        return False
+def _digest(name: str) -> Callable[[Any], str]:
+    def digest(instr: Any) -> str:
+        return hashlib.new(name, _bytes(instr)).hexdigest()
+
+    digest.__name__ = name
+    return digest
 
 
-def ipaddr(value: Any, options: str | None = None) -> Any:
-    values = value if isinstance(value, (list, tuple)) else [value]
-    good = []
-    for item in values:
-        try:
-            ipaddress.ip_interface(str(item))
-            good.append(item)
-        except ValueError:
-            continue
-    if isinstance(value, (list, tuple)):
-        # as Salt: the IPv4 entries first, then the IPv6 ones
-        return sorted(good, key=lambda item: ipaddress.ip_interface(str(item)).version)
-    return good[0] if good else None
+def hmac_signature(string: Any, shared_secret: Any, challenge_hmac: Any) -> bool:
+    signature = hmaclib.new(_bytes(shared_secret), _bytes(string), hashlib.sha256)
+    return base64.b64encode(signature.digest()) == _bytes(challenge_hmac)
 
 
-def network_hosts(value: str, options: str | None = None) -> list[str]:
-    return [str(h) for h in ipaddress.ip_network(value, strict=False).hosts()]
+def hmac_compute(string: Any, shared_secret: Any) -> str:
+    return hmaclib.new(_bytes(shared_secret), _bytes(string), hashlib.sha256).hexdigest()
 
 
-def network_size(value: str, options: str | None = None) -> int:
-    return ipaddress.ip_network(value, strict=False).num_addresses
+def random_hash(size: int = 9999999999, hash_type: str | None = None) -> str:
+    hasher = getattr(hashlib, hash_type or "md5")
+    return hasher(_bytes(str(random.SystemRandom().randint(0, size)))).hexdigest()
 
 
-def flatten(data: Iterable[Any], levels: int | None = None, preserve_nulls: bool = False) -> list[Any]:
-    out: list[Any] = []
-    for item in data:
-        if isinstance(item, (list, tuple)) and (levels is None or levels > 0):
-            out.extend(flatten(item, None if levels is None else levels - 1, preserve_nulls))
-        elif item is not None or preserve_nulls:
-            out.append(item)
-    return out
+def random_str(size: int = 32) -> str:
+    return base64.b64encode(os.urandom(size)).replace(b"\n", b"")[:size].decode()
 
 
-def compare_lists(old: list[Any], new: list[Any]) -> dict[str, Any]:
-    ret: dict[str, Any] = {}
-    added = [x for x in new if x not in old]
-    removed = [x for x in old if x not in new]
-    if added:
-        ret["new"] = added
-    if removed:
-        ret["old"] = removed
-    return ret
-
-
-def compare_dicts(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
-    ret = {}
-    for key in set(old) | set(new):
-        if old.get(key) != new.get(key):
-            ret[key] = {"old": old.get(key, ""), "new": new.get(key, "")}
-    return ret
-
-
-def human_to_bytes(size: Any, default_unit: str = "B") -> int:
-    text = str(size).strip().upper()
-    match = re.match(r"^([0-9.]+)\s*([KMGTPE]?)I?B?$", text)
-    if not match:
-        return 0
-    number = float(match.group(1))
-    unit = match.group(2) or default_unit.upper().rstrip("B")
-    power = "BKMGTPE".index(unit) if unit in "KMGTPE" else 0
-    return int(number * (1024**power))
-
-
-def to_snake_case(text: str) -> str:
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", text).lower()
-
-
-def to_camelcase(text: str, uppercamel: bool = False) -> str:
-    parts = text.split("_")
-    head = parts[0].capitalize() if uppercamel else parts[0]
-    return head + "".join(p.capitalize() for p in parts[1:])
-
-
-def traverse(data: Any, key: str, default: Any = None, delimiter: str = ":") -> Any:
-    return traverse_dict_and_list(data, key, default, delimiter)
-
-
-def traverse_dict_and_list(data: Any, key: str, default: Any = None, delimiter: str = ":") -> Any:
-    """Salt's traverse_dict_and_list: 'a:b:0' walks dicts and list indexes."""
-    ptr = data
-    for part in str(key).split(delimiter) if delimiter else [key]:
-        if isinstance(ptr, Mapping):
-            if part in ptr:
-                ptr = ptr[part]
-                continue
-            return default
-        if isinstance(ptr, list):
-            try:
-                ptr = ptr[int(part)]
-                continue
-            except (ValueError, IndexError):
-                # a list of dicts: look the key up in each
-                for item in ptr:
-                    if isinstance(item, Mapping) and part in item:
-                        ptr = item[part]
-                        break
-                else:
-                    return default
-                continue
-        return default
-    return ptr
-
-
-def dict_to_sls_yaml_params(value: Mapping[str, Any], flow_style: bool = False) -> Markup:
-    return Markup(yamlload.dump([{k: v} for k, v in value.items()], flow_style=flow_style))
-
-
-def method_call(obj: Any, f_name: str, *f_args: Any, **f_kwargs: Any) -> Any:
-    if f_name.startswith("_"):
-        raise ValueError(f"method_call refuses private method {f_name!r}")
-    return getattr(obj, f_name, lambda *a, **k: None)(*f_args, **f_kwargs)
-
-
-def _avg(values: Iterable[Any]) -> float:
-    vals = list(values)
-    return float(sum(vals)) / len(vals) if vals else 0.0
-
-
-def _union(a: Iterable[Any], b: Iterable[Any]) -> list[Any]:
-    return unique(list(a) + list(b))
-
-
-def _intersect(a: Iterable[Any], b: Iterable[Any]) -> list[Any]:
-    bl = list(b)
-    return unique([x for x in a if x in bl])
-
-
-def _difference(a: Iterable[Any], b: Iterable[Any]) -> list[Any]:
-    bl = list(b)
-    return unique([x for x in a if x not in bl])
-
-
-def _symmetric_difference(a: Iterable[Any], b: Iterable[Any]) -> list[Any]:
-    al, bl = list(a), list(b)
-    return unique([x for x in al if x not in bl] + [x for x in bl if x not in al])
-
-
-def _strftime(value: Any, fmt: str = "%Y-%m-%d") -> str:
-    if isinstance(value, (int, float)):
-        return time.strftime(fmt, time.gmtime(value))
-    return time.strftime(fmt)
-
-
-def _to_num(text: Any) -> Any:
-    try:
-        return int(text)
-    except (TypeError, ValueError):
-        try:
-            return float(text)
-        except (TypeError, ValueError):
-            return text
-
-
-def _is_list(value: Any) -> bool:
-    return isinstance(value, list)
-
-
-def _is_iter(value: Any) -> bool:
-    return isinstance(value, Iterable) and not isinstance(value, (str, bytes))
-
-
-def _hash(name: str) -> Callable[[Any], str]:
-    def hasher(value: Any) -> str:
-        data = value.encode() if isinstance(value, str) else bytes(value)
-        return hashlib.new(name, data).hexdigest()
-
-    return hasher
-
-
-def _b64encode(value: Any) -> str:
-    data = value.encode() if isinstance(value, str) else bytes(value)
-    return base64.b64encode(data).decode()
-
-
-def _b64decode(value: str) -> str:
-    return base64.b64decode(value).decode("utf-8", "replace")
-
-
-# The namespace of Salt's uuid filter, so that the same value gives the same UUID as under Salt.
 _SALT_UUID_NAMESPACE = "91633EBF-1C86-5E33-935A-28061F4B480E"
 
 
-def _uuid(value: Any) -> str:
+def uuid_filter(val: Any) -> str:
     import uuid  # lazily: uuid imports platform, a few ms of every CLI start-up
 
-    return str(uuid.uuid5(uuid.UUID(_SALT_UUID_NAMESPACE), str(value)))
+    return str(uuid.uuid5(uuid.UUID(_SALT_UUID_NAMESPACE), str(val)))
 
 
-def _exactly_n(values: Iterable[Any], n: int = 1) -> bool:
-    return sum(1 for v in values if v) == n
+def _encode(data: Any) -> Any:
+    if isinstance(data, Mapping):
+        return {_encode_scalar(k): _encode(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [_encode(v) for v in data]
+    return _encode_scalar(data)
+
+
+def _encode_scalar(value: Any) -> Any:
+    if isinstance(value, (str, bytearray)):
+        return to_bytes(value)
+    return value
+
+
+def json_encode_dict(data: Mapping, *args: Any, **kwargs: Any) -> dict:
+    """salt.utils.data.encode_dict: every string key and value as UTF-8 bytes."""
+    return _encode(data)
+
+
+def json_encode_list(data: Iterable, *args: Any, **kwargs: Any) -> list:
+    """salt.utils.data.encode_list: every string as UTF-8 bytes."""
+    return _encode(list(data))
+
+
+# -- YAML / JSON output and input (salt.utils.yamlencoding, the serializer extension) ---------------
+
+_SafeDumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+class _SaltSafeDumper(_SafeDumper):
+    """salt.utils.yamldumper.SafeOrderedDumper: OrderedDict keeps its order, unknown types are NULL."""
+
+
+def _represent_ordered(dumper: Any, data: Any) -> Any:
+    return dumper.represent_dict(list(data.items()))
+
+
+def _represent_undefined(dumper: Any, data: Any) -> Any:
+    return dumper.represent_scalar("tag:yaml.org,2002:null", "NULL")
+
+
+_SaltSafeDumper.add_representer(OrderedDict, _represent_ordered)
+_SaltSafeDumper.add_representer(None, _represent_undefined)
+
+
+def _yaml_dump(value: Any, flow_style: Any) -> str:
+    return yaml.dump(value, Dumper=_SaltSafeDumper, default_flow_style=flow_style, allow_unicode=True)
+
+
+def yaml_filter(value: Any, flow_style: Any = True) -> Markup:
+    text = _yaml_dump(value, flow_style).strip()
+    if text.endswith("\n..."):
+        text = text[:-4]
+    return Markup(text)
+
+
+_PLAIN_TYPES = frozenset({str, int, float, bool, type(None)})
+
+
+def _plain_tree(value: Any, budget: list[int]) -> bool:
+    """True when value holds only dicts, lists, tuples and plain scalars (at most budget[0] nodes)."""
+    budget[0] -= 1
+    if budget[0] < 0:
+        return False
+    kind = type(value)
+    if kind in _PLAIN_TYPES:
+        return True
+    if kind is dict:
+        return all(type(k) in _PLAIN_TYPES and _plain_tree(v, budget) for k, v in value.items())
+    if kind is list or kind is tuple:
+        return all(_plain_tree(v, budget) for v in value)
+    return False
+
+
+def cached_yaml_filter(max_entries: int = 2048) -> Callable[..., Markup]:
+    """The `yaml` filter with a bounded cache for plain data: formulas dump the same map again and again
+    (log.debug of their lookups, in every sls that imports the map), and dumping is costly."""
+    cache: dict[tuple[Any, str], Markup] = {}
+
+    def yaml_cached(value: Any, flow_style: Any = True) -> Markup:
+        if not _plain_tree(value, [20000]):
+            return yaml_filter(value, flow_style)
+        key = (flow_style, repr(value))
+        found = cache.get(key)
+        if found is None:
+            found = yaml_filter(value, flow_style)
+            if len(cache) >= max_entries:
+                cache.pop(next(iter(cache)))
+            cache[key] = found
+        return found
+
+    return yaml_cached
+
+
+def json_filter(value: Any, sort_keys: bool = True, indent: int | None = None) -> Markup:
+    return Markup(json.dumps(value, sort_keys=sort_keys, indent=indent, ensure_ascii=False).strip())
+
+
+def python_filter(value: Any) -> Markup:
+    import pprint
+
+    return Markup(pprint.pformat(value).strip())
+
+
+def tojson(val: Any, indent: int | None = None, **options: Any) -> str:
+    options.setdefault("ensure_ascii", True)
+    if indent is not None:
+        options["indent"] = indent
+    text = json.dumps(val, **options)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026").replace("'", "\\u0027")
+
+
+def yaml_dquote(text: Any) -> str:
+    with io.StringIO() as out:
+        emitter = yaml.emitter.Emitter(out, width=sys.maxsize)
+        emitter.write_double_quoted(str(text))
+        return out.getvalue()
+
+
+def yaml_squote(text: Any) -> str:
+    with io.StringIO() as out:
+        emitter = yaml.emitter.Emitter(out, width=sys.maxsize)
+        emitter.write_single_quoted(str(text))
+        return out.getvalue()
+
+
+def yaml_encode(data: Any) -> Any:
+    node = yaml.representer.SafeRepresenter().represent_data(data)
+    if not isinstance(node, yaml.ScalarNode):
+        raise TypeError(f"yaml_encode() only works with YAML scalar data; failed for {type(data)}")
+    if node.tag.rsplit(":", 1)[-1] == "str":
+        return yaml_dquote(node.value)
+    return node.value
+
+
+def dict_to_sls_yaml_params(value: Mapping, flow_style: Any = False) -> Markup:
+    return yaml_filter([{key: val} for key, val in value.items()], flow_style=flow_style)
+
+
+def xml_filter(value: Any) -> Markup:
+    from xml.dom import minidom
+    from xml.etree.ElementTree import Element, SubElement, tostring  # noqa: S405 - building, not parsing
+
+    def normalize(item: Any) -> list:
+        if isinstance(item, (list, tuple)):
+            return list(item) if item and isinstance(item[0], str) else []
+        if isinstance(item, dict):
+            return list(item.items())
+        raise FilterError("Value is not a dict or list. Cannot render as XML")
+
+    def tree(pairs: Any, element: Any = None) -> Any:
+        sub = None
+        for tag, attrs in pairs:
+            if isinstance(attrs, list):
+                for attr in attrs:
+                    tree(((tag, attr),), element)
+            elif element is not None:
+                sub = SubElement(element, tag)
+            else:
+                sub = Element(tag)
+            if isinstance(attrs, (str, int, bool, float)):
+                sub.text = str(attrs)  # type: ignore[union-attr]
+                continue
+            if isinstance(attrs, dict):
+                sub.attrib = {k: str(v) for k, v in attrs.items() if not isinstance(v, (dict, list))}  # type: ignore[union-attr]
+            for child_tag, val in [i for i in normalize(attrs) if isinstance(i[1], (dict, list))]:
+                tree(((child_tag, val),), sub)
+        return sub
+
+    return Markup(minidom.parseString(tostring(tree(normalize(value)))).toprettyxml(indent=" "))  # noqa: S318
+
+
+def json_query(data: Any, expr: str) -> Any:
+    try:
+        import jmespath
+    except ImportError:
+        raise FilterError("json_query requires jmespath module installed") from None
+    return jmespath.search(expr, data)
+
+
+def _itertools(func: Callable[..., Any]) -> Callable[..., Any]:
+    def apply(value: Any, *args: Any, **kwargs: Any) -> Any:
+        return func(value, *args, **kwargs)
+
+    apply.__name__ = func.__name__
+    return apply
 
 
 FILTERS: dict[str, Any] = {
-    "to_bool": to_bool,
-    "sequence": sequence,
-    "unique": unique,
-    "yaml": yaml_filter,
-    "json": json_filter,
-    "json_encode": json_filter,
-    "tojson": tojson,
-    "yaml_encode": yaml_encode,
-    "yaml_dquote": yaml_dquote,
-    "yaml_squote": yaml_squote,
-    "yaml_safe": yaml_encode,
-    "regex_search": regex_search,
+    # salt.utils.jinja / data / stringutils / dictupdate / hashutils / dateutils / path / yamlencoding
+    "append_dict_key_value": append_dict_key_value,
+    "avg": lst_avg,
+    "base64_decode": base64_decode,
+    "base64_encode": base64_encode,
+    "check_whitelist_blacklist": check_whitelist_blacklist,
+    "compare_dicts": compare_dicts,
+    "compare_lists": compare_lists,
+    "contains_whitespace": contains_whitespace,
+    "date_format": strftime,
+    "difference": difference,
+    "exactly_n_true": exactly_n,
+    "exactly_one_true": exactly_one,
+    "extend_dict_key_value": extend_dict_key_value,
+    "flatten": flatten,
+    "from_entries": from_entries,
+    "hmac": hmac_signature,
+    "hmac_compute": hmac_compute,
+    "human_to_bytes": human_to_bytes,
+    "intersect": intersect,
+    "is_hex": is_hex,
+    "is_iter": is_iter,
+    "is_list": is_list,
+    "json_decode_dict": json_encode_dict,
+    "json_decode_list": json_encode_list,
+    "json_encode_dict": json_encode_dict,
+    "json_encode_list": json_encode_list,
+    "json_query": json_query,
+    "max": max,
+    "md5": _digest("md5"),
+    "method_call": method_call,
+    "min": min,
+    "mysql_to_dict": mysql_to_dict,
+    "path_join": path_join,
+    "quote": quote,
+    "rand_str": random_hash,
+    "random_hash": random_hash,
+    "random_sample": random_sample,
+    "random_shuffle": random_shuffle,
+    "random_str": random_str,
+    "regex_escape": regex_escape,
     "regex_match": regex_match,
     "regex_replace": regex_replace,
-    "regex_escape": re.escape,
-    "quote": shlex.quote,
-    "is_ip": is_ip,
-    "is_ipv4": is_ipv4,
-    "is_ipv6": is_ipv6,
-    "ipaddr": ipaddr,
-    "ipv4": lambda v, options=None: [x for x in sequence(v) if is_ipv4(str(x).split("/")[0])],
-    "ipv6": lambda v, options=None: [x for x in sequence(v) if is_ipv6(str(x).split("/")[0])],
-    "network_hosts": network_hosts,
-    "network_size": network_size,
-    "flatten": flatten,
-    "compare_lists": compare_lists,
-    "compare_dicts": compare_dicts,
-    "human_to_bytes": human_to_bytes,
-    "to_snake_case": to_snake_case,
+    "regex_search": regex_search,
+    "sequence": sequence,
+    "set_dict_key_value": set_dict_key_value,
+    "sha1": _digest("sha1"),
+    "sha256": _digest("sha256"),
+    "sha512": _digest("sha512"),
+    "skip": skip,
+    "sorted_ignorecase": sorted_ignorecase,
+    "str_to_num": to_num,
+    "strftime": strftime,
+    "substring_in_list": substring_in_list,
+    "symmetric_difference": symmetric_difference,
+    "to_bool": to_bool,
+    "to_bytes": to_bytes,
     "to_camelcase": to_camelcase,
-    "traverse": traverse,
+    "to_entries": to_entries,
+    "to_num": to_num,
+    "to_snake_case": to_snake_case,
+    "tojson": tojson,
+    "traverse": saltdata.traverse,
+    "union": union,
+    "unique": unique,
+    "update_dict_key_value": update_dict_key_value,
+    "uuid": uuid_filter,
+    "yaml_dquote": yaml_dquote,
+    "yaml_encode": yaml_encode,
+    "yaml_squote": yaml_squote,
+    # the serializer extension's filters
+    "yaml": yaml_filter,
+    "json": json_filter,
+    "xml": xml_filter,
+    "python": python_filter,
     "dict_to_sls_yaml_params": dict_to_sls_yaml_params,
-    "method_call": method_call,
-    "avg": _avg,
-    "union": _union,
-    "intersect": _intersect,
-    "difference": _difference,
-    "symmetric_difference": _symmetric_difference,
-    "strftime": _strftime,
-    "date_format": _strftime,
-    "to_num": _to_num,
-    "is_list": _is_list,
-    "is_iter": _is_iter,
-    "md5": _hash("md5"),
-    "sha1": _hash("sha1"),
-    "sha256": _hash("sha256"),
-    "sha512": _hash("sha512"),
-    "base64_encode": _b64encode,
-    "base64_decode": _b64decode,
-    "uuid": _uuid,
-    "exactly_n_true": _exactly_n,
-    "exactly_one_true": lambda values: _exactly_n(values, 1),
-    "combinations": lambda v, r=None: list(itertools.combinations(v, r if r is not None else len(v))),
-    "combinations_with_replacement": lambda v, r: list(itertools.combinations_with_replacement(v, r)),
-    "permutations": lambda v, r=None: list(itertools.permutations(v, r)),
-    "product": lambda *its, repeat=1: list(itertools.product(*its, repeat=repeat)),
-    "zip": lambda *its: list(zip(*its, strict=False)),
-    "zip_longest": lambda *its, fillvalue=None: list(itertools.zip_longest(*its, fillvalue=fillvalue)),
-    "str_to_num": _to_num,
+    "combinations": _itertools(itertools.combinations),
+    "combinations_with_replacement": _itertools(itertools.combinations_with_replacement),
+    "compress": _itertools(itertools.compress),
+    "permutations": _itertools(itertools.permutations),
+    "product": _itertools(itertools.product),
+    "zip": _itertools(zip),
+    "zip_longest": _itertools(itertools.zip_longest),
+    **jinja_net_filters.FILTERS,
 }
 
+
+def test_match(txt: Any, rgx: str, ignorecase: bool = False, multiline: bool = False) -> bool:
+    return bool(re.compile(rgx, _flags(ignorecase, multiline)).match(txt))
+
+
+def test_equalto(value: Any, other: Any) -> bool:
+    return value == other
+
+
 TESTS: dict[str, Any] = {
-    "match": lambda value, rgx, ignorecase=False, multiline=False: regex_match(
-        str(value), rgx, ignorecase, multiline) is not None,
-    "search": lambda value, rgx, ignorecase=False, multiline=False: regex_search(
-        str(value), rgx, ignorecase, multiline) is not None,
-    "is_ip": is_ip,
-    "is_ipv4": is_ipv4,
-    "is_ipv6": is_ipv6,
-    "list": _is_list,
-    "iter": _is_iter,
+    "match": test_match,
+    "equalto": test_equalto,
+    "list": is_list,
 }

@@ -28,10 +28,6 @@ REQUISITE_KEYWORDS = frozenset(REQ_TYPES) | {"onfail_stop"}
 REQ_IN = ("require_in", "watch_in", "onfail_in", "onchanges_in", "use", "use_in", "prereq_in")
 REQ_IN_ALL = set(REQ_IN) | {"require", "watch", "prereq", "onfail", "onfail_stop", "onchanges"}
 
-# State modules that have a mod_watch (watch stays watch; elsewhere it becomes require).
-MOD_WATCH_STATES = frozenset({"cmd", "test", "service", "pkg", "mount", "at", "etcd_mod"})
-
-
 @dataclass
 class LowResult:
     lowstate: Lowstate | None
@@ -206,9 +202,11 @@ class _Compile:
                               "formed as a list", sid)
                 if first in REQUISITE_KEYWORDS:
                     self._verify_requisite(sid, sls, first, arg[first])
-                if len(arg) != 1:
-                    self.fail(BAD_STATE_DATA, f"Multiple dictionaries defined in argument of state '{sid}' in SLS "
-                              f"'{sls}'", sid)
+                    # as Salt's verify_high: only a requisite argument must be a single-key mapping (any
+                    # other argument with several keys is passed on as it is)
+                    if len(arg) != 1:
+                        self.fail(BAD_STATE_DATA, f"Multiple dictionaries defined in argument of state '{sid}' in "
+                                  f"SLS '{sls}'", sid)
             else:
                 self.fail(BAD_STATE_DATA, f"Argument {arg!r} of state '{sid}' in SLS '{sls}' is neither a function "
                           "name nor a single-key mapping", sid)
@@ -415,14 +413,17 @@ class _Compile:
         return out
 
 
-def compile_lowstate(high: dict[str, Any], origins: dict[str, Origin],
-                     has_mod_watch: Callable[[str], bool] | None = None, high_checks_only: bool = False) -> LowResult:
+def compile_lowstate(high: dict[str, Any], origins: dict[str, Origin], has_mod_watch: Callable[[str], bool],
+                     high_checks_only: bool = False) -> LowResult:
     """Salt's compile_low_chunks: extend, verify, requisite_in, exclude, chunks, order.
 
+    has_mod_watch(state) tells whether a state module has a mod_watch (its ``watch`` requisites
+    stay; elsewhere they become ``require``): the caller knows the state modules, the compiler
+    does not.
     high_checks_only stops after the checks on the high data (extend, verify, requisite_in): what
     Salt's show_lowstate still reports about high data whose rendering had errors.
     """
-    run = _Compile(high, origins, has_mod_watch or (lambda state: state in MOD_WATCH_STATES))
+    run = _Compile(high, origins, has_mod_watch)
     run.reconcile_extend()
     run.verify()
     if not run.errors:

@@ -85,10 +85,12 @@ class PillarCompiler:
     """Compiles pillar for any number of minions from one tree (reuse it: templates are cached)."""
 
     def __init__(self, opts: Mapping[str, Any], source: FileSource, drivers: DriverLookup | None = None,
-                 renderer: Renderer | None = None):
+                 renderer: Renderer | None = None, functions: salt_functions.FunctionsFactory | None = None):
         self.opts = opts
         self.source = source
         self.drivers = drivers or (lambda name: None)
+        # the execution functions templates call as salt['mod.fun'] (the caller's registry)
+        self.functions = functions or salt_functions.no_functions
         self.renderer = renderer or Renderer(source, opts.get("renderer") or "jinja|yaml",
                                              opts.get("renderer_blacklist"), opts.get("renderer_whitelist"))
         self.strategy = str(opts.get("pillar_source_merging_strategy") or "smart")
@@ -124,7 +126,7 @@ class _PillarRun:
         self.rendered: dict[tuple[str, str], Contribution] = {}  # tracked: each sls's own contribution
         # what templates see as `pillar` (Salt: the ext_pillar data when ext_pillar_first, else overrides)
         self.template_pillar: dict[str, Any] = dict(override)
-        self._salt: salt_functions.FunctionTable | None = None
+        self._salt: salt_functions.SaltFunctions | None = None
         self.safe_errors = bool(self.opts.get("pillar_safe_render_error", True))
         self.fail_hard = bool(self.opts.get("ext_pillar_fail_hard", False))
         self.hard_failure: str | None = None  # the driver whose failure stopped the compile
@@ -135,9 +137,10 @@ class _PillarRun:
         self.messages.append(salt_text or err.salt_message())
 
     # -- template context -------------------------------------------------------------
-    def salt_table(self) -> salt_functions.FunctionTable:
+    def salt_table(self) -> salt_functions.SaltFunctions:
         if self._salt is None:
-            self._salt = salt_functions.build(self.minion_id, self.grains, self.template_pillar, self.opts)
+            self._salt = salt_functions.SaltFunctions(
+                self.o.functions(self.minion_id, self.grains, self.template_pillar, self.opts))
         return self._salt
 
     def context(self, source_file: SourceFile, sls: str | None, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -430,7 +433,9 @@ class _PillarRun:
                                    f"(minion {self.minion_id}): no driver '{name}' in the ext_pillar package or "
                                    "in <extension_modules>/pillar/"))
             return False, None
-        extra = {"grains": self.grains} if getattr(driver, "accepts_grains", False) else {}
+        extra: dict[str, Any] = {"grains": self.grains} if getattr(driver, "accepts_grains", False) else {}
+        if getattr(driver, "accepts_envs", False):  # the opts a driver gets carry this compile's environments
+            extra["envs"] = {"saltenv": self.saltenv, "pillarenv": self.pillarenv}
         seen = deepcopy(pillar)
         try:
             if isinstance(args, dict):

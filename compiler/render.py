@@ -81,7 +81,6 @@ def template_vars(source_file: SourceFile, sls: str | None) -> dict[str, Any]:
         "tplfile": rel,
         "tpldir": tpldir,
         "tpldot": tpldir.replace("/", ".") if tpldir != "." else "",
-        "tplroot": tpldir.split("/")[0] if tpldir != "." else "",
     }
     if sls is not None:
         slspath = tpldir if tpldir != "." else ""
@@ -320,7 +319,7 @@ class _MarkingJinja:
             env = self.environment(source_file.saltenv)
             code = env.compile(text, name=source_file.relpath, filename=source_file.display)
             tmpl = self._templates[key] = env.template_class.from_code(env, code, env.make_globals(None), None)
-        return tmpl.render(context)
+        return with_globals(tmpl, context).render(context)
 
 
 def _key_places(lines: dict[tuple[Any, ...], int], line_places: list[Any] | None, display: str) -> dict[tuple[Any, ...], tuple[str, int]]:
@@ -342,6 +341,20 @@ def _traceback_line(exc: BaseException, filename: str) -> int | None:
         if frame.f_code.co_filename == filename:
             line = lineno
     return line
+
+
+def template_location() -> tuple[str | None, int | None]:
+    """The template file and line being rendered by the calling thread (innermost), or (None, None):
+    where a `salt` function was called from (compile --strict reports it)."""
+    import sys
+
+    frame = sys._getframe(1)
+    while frame is not None:
+        template = frame.f_globals.get("__jinja_template__")
+        if template is not None:
+            return template.filename, template.get_corresponding_lineno(frame.f_lineno)
+        frame = frame.f_back  # type: ignore[assignment]
+    return None, None
 
 
 def _deepest_template_frame(exc: BaseException) -> tuple[str | None, int | None]:

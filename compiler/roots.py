@@ -5,9 +5,11 @@ implements it over local directories.  A minion plugs in a remote source
 (fetching from the master's file server) implementing the same three methods.
 
 Every path handed in is a *relative* path inside the roots.  Absolute paths,
-``..`` components, backslashes and NUL bytes are refused, and a file whose real
-path (after following symlinks) leaves its root is refused too.  Reads never
-happen outside the configured roots.
+``..`` components, backslashes and NUL bytes are refused, and a file whose path
+(through symlinks) leaves its root is refused too.  Files are opened once,
+component by component from the root (``compiler.beneath``), and read from that
+descriptor: a symlink swapped between a check and a read cannot send a read
+outside the configured roots.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import stat
 from dataclasses import dataclass
 from typing import Protocol
 
+from compiler.beneath import open_beneath
 from compiler.errors import ACCESS_DENIED, CompileError
 
 
@@ -99,17 +102,59 @@ def join_relative(base_relpath: str, ref: str) -> str:
     return joined
 
 
+class OpenedFile:
+    """A file of the roots, opened once (``LocalRoots.open``): read it through this object, which
+    holds the descriptor that was checked, never by its name again.  A context manager."""
+
+    def __init__(self, fd: int, path: str):
+        self.fd = fd
+        self.path = path                  # what users see: the root joined with the relative path
+        self.stat = os.fstat(fd)
+
+    @property
+    def identity(self) -> tuple[int, int, int, int]:
+        """(device, inode, mtime, size): the same file, unchanged, while this stays the same."""
+        st = self.stat
+        return st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size
+
+    def pread(self, size: int, offset: int) -> bytes:
+        return os.pread(self.fd, size, offset)
+
+    def read_all(self) -> bytes:
+        chunks = []
+        offset = 0
+        while chunk := os.pread(self.fd, 1 << 20, offset):
+            chunks.append(chunk)
+            offset += len(chunk)
+        return b"".join(chunks)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def __enter__(self) -> OpenedFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
+    return st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size
+
+
 class LocalRoots:
     """FileSource over local directories: {saltenv: [dir, ...]}.
 
-    Contents are cached by (path, mtime, size) so that compiling many minions
-    reads each file once while a changed file is still seen at once.
+    Contents are cached by path with the identity (device, inode, mtime, size) of the file they
+    were read from through a checked descriptor, so that compiling many minions reads each file
+    once (one ``stat`` per later request) while a changed or swapped file is read again.
     """
 
     def __init__(self, roots: dict[str, list[str]]):
         self._roots = {env: [os.path.abspath(d) for d in dirs] for env, dirs in roots.items()}
-        self._real = {env: [os.path.realpath(d) for d in dirs] for env, dirs in self._roots.items()}
-        self._cache: dict[str, tuple[int, int, SourceFile]] = {}
+        self._cache: dict[str, tuple[tuple[int, int, int, int], SourceFile]] = {}
 
     def saltenvs(self) -> list[str]:
         return list(self._roots)
@@ -117,52 +162,62 @@ class LocalRoots:
     def root_dirs(self, saltenv: str) -> list[str]:
         return list(self._roots.get(saltenv, []))
 
+    def open(self, saltenv: str, relpath: str) -> OpenedFile | None:
+        """The first root's regular file at ``relpath``, opened beneath its root (None when no
+        root has one); ``CompileError`` (access_denied) when the path leads out of its root."""
+        if not valid_saltenv(saltenv) or saltenv not in self._roots:
+            return None
+        rel = clean_relpath(relpath)
+        for root in self._roots[saltenv]:
+            path = os.path.join(root, rel)
+            try:
+                fd = open_beneath(root, rel, display=path)
+            except FileNotFoundError:
+                continue
+            except OSError:          # unreadable (permissions): as a missing file, like before
+                continue
+            return OpenedFile(fd, path)
+        return None
+
     def get(self, saltenv: str, relpath: str) -> SourceFile | None:
         if not valid_saltenv(saltenv) or saltenv not in self._roots:
             return None
         rel = clean_relpath(relpath)
-        for root, real_root in zip(self._roots[saltenv], self._real[saltenv], strict=True):
+        for root in self._roots[saltenv]:   # the fast path: the first root's file, unchanged since read safely
             path = os.path.join(root, rel)
             try:
                 st = os.stat(path)
             except OSError:
                 continue
-            if not stat.S_ISREG(st.st_mode):  # what os.path.isfile checks, without a second stat
+            if not stat.S_ISREG(st.st_mode):
                 continue
             cached = self._cache.get(path)
-            if cached and cached[0] == st.st_mtime_ns and cached[1] == st.st_size:
-                return cached[2]
-            real = os.path.realpath(path)
-            if not (real == real_root or real.startswith(real_root.rstrip("/") + "/")):
-                raise CompileError(ACCESS_DENIED, f"{path} resolves outside the roots")
-            with open(path, encoding="utf-8", errors="replace") as fh:
-                text = fh.read()
-            found = SourceFile(saltenv, rel, path, text)
-            self._cache[path] = (st.st_mtime_ns, st.st_size, found)
-            return found
-        return None
-
-    def _locate(self, saltenv: str, relpath: str) -> str | None:
-        if not valid_saltenv(saltenv) or saltenv not in self._roots:
+            if cached is not None and cached[0] == _identity(st):
+                return cached[1]
+            break
+        opened = self.open(saltenv, rel)
+        if opened is None:
             return None
-        rel = clean_relpath(relpath)
-        for root, real_root in zip(self._roots[saltenv], self._real[saltenv], strict=True):
-            path = os.path.join(root, rel)
-            if not os.path.isfile(path):
-                continue
-            real = os.path.realpath(path)
-            if not (real == real_root or real.startswith(real_root.rstrip("/") + "/")):
-                raise CompileError(ACCESS_DENIED, f"{path} resolves outside the roots")
-            return path
-        return None
+        with opened:
+            text = opened.read_all().decode("utf-8", errors="replace")
+        found = SourceFile(saltenv, rel, opened.path, text)
+        self._cache[opened.path] = (opened.identity, found)
+        return found
+
+    def exists(self, saltenv: str, relpath: str) -> bool:
+        """Whether ``relpath`` is a regular file inside the roots (``CompileError`` when it leads out)."""
+        opened = self.open(saltenv, relpath)
+        if opened is None:
+            return False
+        opened.close()
+        return True
 
     def fetch(self, saltenv: str, relpath: str) -> FetchedFile | None:
-        path = self._locate(saltenv, relpath)
-        if path is None:
+        opened = self.open(saltenv, relpath)
+        if opened is None:
             return None
-        with open(path, "rb") as fh:
-            data = fh.read()
-        return FetchedFile(data, path, os.stat(path).st_mode & 0o7777)
+        with opened:
+            return FetchedFile(opened.read_all(), opened.path, opened.stat.st_mode & 0o7777)
 
     def list_files(self, saltenv: str) -> list[str]:
         out: set[str] = set()

@@ -1,167 +1,160 @@
-"""The ``salt`` function table templates see (``salt['grains.get'](...)``).
+"""The ``salt`` object templates see: ``salt['grains.get'](...)`` and ``salt.grains.get(...)``.
 
-Only pure functions live here: they read the minion's grains, pillar and opts
-and nothing else.  The runtime may add functions with side effects (for a
-minion applying states) through ``FunctionTable.extend``; asking for a function
-that is not in the table is a clear error, never a silent None.
+The compiler owns no execution functions: its caller (runtime/pipeline.py, the
+master's pillar service, a minion) hands it a ``FunctionsFactory``, which
+gives, for one render target (minion id, grains, pillar, opts), a mapping of
+``'mod.fun'`` names to callables.  The runtime derives that mapping from its
+one registry of execution functions (runtime/modules).
+
+``SaltFunctions`` wraps the mapping with Salt's template semantics:
+
+* ``salt['mod.fun']`` and ``salt.mod.fun`` (and ``salt['mod'].fun``) both work;
+* a function the mapping does not have is *undefined* in Jinja, as in Salt
+  (``salt['x.y'] is defined`` is false, ``| default(none)`` works) and calling
+  it is an error saying why (see ``missing_reason``);
+* ``cmd.run`` is ``cmd.shell`` in templates (Salt's AliasedLoader).
 """
 
 from __future__ import annotations
 
-import copy
-import fnmatch
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Protocol
 
-from compiler import match, merge
-
-_MISSING = object()
+# Salt's AliasedLoader: templates calling cmd.run get cmd.shell (python_shell=True by default)
+TEMPLATE_ALIASES = {"cmd.run": "cmd.shell"}
 
 
-class FunctionNotAvailable(Exception):
-    """Not a KeyError on purpose: Jinja turns a KeyError from ``salt['x']`` into an undefined value
-    and the reason would be lost."""
+class FunctionMap(Protocol):
+    """What a FunctionsFactory returns: 'mod.fun' -> callable, looked up lazily."""
 
-    def __str__(self) -> str:
-        return (f"salt['{self.args[0]}'] is not available while compiling; saltpan compile-time "
-                "templates can call grains.*, pillar.*, config.*, match.*, defaults.* and slsutil.*")
+    def __getitem__(self, name: str) -> Callable[..., Any]: ...
 
+    def __contains__(self, name: object) -> bool: ...
 
-class FunctionTable(dict[str, Callable[..., Any]]):
-    """A dict of callables; a missing name raises FunctionNotAvailable."""
+    def __iter__(self) -> Iterator[str]: ...
 
-    def __missing__(self, key: str) -> Any:
-        raise FunctionNotAvailable(key)
+    def __len__(self) -> int: ...
 
-    def extend(self, functions: Mapping[str, Callable[..., Any]]) -> FunctionTable:
-        """Add functions the table does not have yet (the pure compile-time ones always win)."""
-        for name, func in functions.items():
-            self.setdefault(name, func)
-        return self
+    def modules(self) -> set[str]:
+        """Module names that have at least one function here."""
+        ...
+
+    def missing_reason(self, name: str) -> str:
+        """Why name is not in the map (no such function, or not callable in this mode)."""
+        ...
 
 
-def _getter(data_fn: Callable[[], Mapping[str, Any]]) -> Callable[..., Any]:
-    def get(key: str = "", default: Any = "", delimiter: str = ":", merge: bool = False, **_: Any) -> Any:
-        data = data_fn()
-        if not key:
-            return data
-        value = match.traverse(data, key, _MISSING, delimiter)
-        if value is _MISSING:
-            return default
-        if merge and isinstance(value, dict) and isinstance(default, dict):
-            return _merge(default, value)
-        return value
-
-    return get
+class FunctionsFactory(Protocol):
+    def __call__(self, minion_id: str, grains: Mapping[str, Any], pillar: Mapping[str, Any],
+                 opts: Mapping[str, Any]) -> FunctionMap: ...
 
 
-def _merge(dest: Mapping[str, Any], upd: Mapping[str, Any], strategy: str = "smart", merge_lists: bool = False, **_: Any) -> dict[str, Any]:
-    return merge.merge(dest, upd, strategy, merge_lists)
+class EmptyFunctions:
+    """No execution functions at all (a compiler built without a factory)."""
+
+    def __getitem__(self, name: str) -> Callable[..., Any]:
+        raise KeyError(name)
+
+    def __contains__(self, name: object) -> bool:
+        return False
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+    def modules(self) -> set[str]:
+        return set()
+
+    def missing_reason(self, name: str) -> str:
+        return "this compiler was built without execution functions"
 
 
-def _item(data_fn: Callable[[], Mapping[str, Any]]) -> Callable[..., Any]:
-    def item(*keys: str, default: Any = "", delimiter: str = ":", **_: Any) -> dict[str, Any]:
-        data = data_fn()
-        out = {}
-        for key in keys:
-            value = match.traverse(data, key, _MISSING, delimiter)
-            out[key] = default if value is _MISSING else value
-        return out
-
-    return item
+def no_functions(minion_id: str, grains: Mapping[str, Any], pillar: Mapping[str, Any],
+                 opts: Mapping[str, Any]) -> FunctionMap:
+    return EmptyFunctions()
 
 
-def build(minion_id: str, grains: Mapping[str, Any], pillar: Mapping[str, Any], opts: Mapping[str, Any],
-          nodegroups: Mapping[str, Any] | None = None) -> FunctionTable:
-    """The compile-time function table for one minion."""
-    groups = nodegroups if nodegroups is not None else (opts.get("nodegroups") or {})
-    minion = match.Minion(minion_id, grains, pillar)
+class SaltFunctions(Mapping):
+    """The ``salt`` variable of a template."""
 
-    def config_get(key: str, default: Any = "", delimiter: str = ":", **_: Any) -> Any:
-        for source in (opts, grains, pillar):
-            value = match.traverse(source, key, _MISSING, delimiter)
-            if value is not _MISSING:
-                return value
-        master = pillar.get("master") if isinstance(pillar, Mapping) else None
-        if isinstance(master, Mapping):
-            value = match.traverse(master, key, _MISSING, delimiter)
-            if value is not _MISSING:
-                return value
-        return default
+    def __init__(self, functions: FunctionMap):
+        self._functions = functions
 
-    def grains_filter_by(lookup: Mapping[str, Any], grain: str = "os_family", merge: Mapping[str, Any] | None = None,
-                         default: str = "default", base: str | None = None) -> Any:
-        return filter_by(lookup, match.traverse(grains, grain, None), merge, default, base)
+    def __getitem__(self, name: Any) -> Any:
+        if not isinstance(name, str):
+            raise KeyError(name)
+        if "." in name:
+            return self._functions[TEMPLATE_ALIASES.get(name, name)]
+        if name in self._functions.modules():
+            return ModuleFunctions(self, name)
+        raise KeyError(name)
 
-    def matcher(tgt_type: str) -> Callable[..., bool]:
-        def run(tgt: Any, delimiter: str = ":", **_: Any) -> bool:
-            return match.match_one(tgt_type, tgt, minion, groups, delimiter)
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
 
-        return run
+    def __contains__(self, name: object) -> bool:
+        if not isinstance(name, str):
+            return False
+        if "." in name:
+            return TEMPLATE_ALIASES.get(name, name) in self._functions
+        return name in self._functions.modules()
 
-    table = FunctionTable({
-        "grains.get": _getter(lambda: grains),
-        "grains.item": _item(lambda: grains),
-        "grains.items": lambda: grains,
-        "grains.ls": lambda: sorted(grains),
-        "grains.has_value": lambda key, **_: bool(match.traverse(grains, key, None)),
-        "grains.filter_by": grains_filter_by,
-        "pillar.get": _getter(lambda: pillar),
-        "pillar.item": _item(lambda: pillar),
-        "pillar.items": lambda *a, **k: pillar,
-        "pillar.raw": lambda key=None: pillar if key is None else pillar.get(key, {}),
-        "pillar.ls": lambda: sorted(pillar),
-        "pillar.keys": lambda key, default=None, delimiter=":": list(
-            match.traverse(pillar, key, {}, delimiter) or {}),
-        "pillar.file_exists": lambda *a, **k: False,
-        "pillar.filter_by": lambda lookup, pillar_key="", merge=None, default="default", base=None:
-            filter_by(lookup, match.traverse(pillar, pillar_key, None), merge, default, base),
-        "config.get": config_get,
-        "config.option": config_get,
-        "defaults.merge": lambda dest, src, merge_lists=False, in_place=True: _merge(dest, src, "smart",
-                                                                                     merge_lists),
-        "defaults.deepcopy": copy.deepcopy,
-        "defaults.update": lambda dest, defaults, merge_lists=True, in_place=True: _merge(defaults, dest,
-                                                                                           "smart",
-                                                                                           merge_lists),
-        "slsutil.merge": _merge,
-        "slsutil.merge_all": lambda lst, strategy="smart", merge_lists=False: _merge_all(lst, strategy,
-                                                                                       merge_lists),
-        "slsutil.update": lambda dest, upd, recursive_update=True, merge_lists=False: _merge(
-            dest, upd, "smart" if recursive_update else "overwrite", merge_lists),
-        "test.ping": lambda: True,
-        "test.true": lambda: True,
-        "test.false": lambda: False,
-        "test.echo": lambda text: text,
-    })
-    for tgt_type in match.MATCH_TYPES:
-        table[f"match.{tgt_type}"] = matcher(tgt_type)
-    return table
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._functions)
+
+    def __len__(self) -> int:
+        return len(self._functions)
+
+    def __repr__(self) -> str:
+        return f"<salt functions: {len(self)}>"
+
+    def missing_reason(self, name: str) -> str:
+        return self._functions.missing_reason(TEMPLATE_ALIASES.get(name, name))
 
 
-def _merge_all(items: list[Any], strategy: str, merge_lists: bool) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for item in items:
-        out = merge.merge(out, item, strategy, merge_lists)
-    return out
+class ModuleFunctions:
+    """``salt['config']`` / ``salt.config``: the functions of one module as attributes."""
+
+    def __init__(self, table: SaltFunctions, module: str):
+        self._table = table
+        self._module = module
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            return self._table[f"{self._module}.{name}"]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __getitem__(self, name: str) -> Any:
+        return self._table[f"{self._module}.{name}"]
+
+    def __repr__(self) -> str:
+        return f"<salt module '{self._module}'>"
+
+    def missing_reason(self, name: str) -> str:
+        return self._table.missing_reason(f"{self._module}.{name}")
+
+    def full_name(self, name: str) -> str:
+        return f"{self._module}.{name}"
 
 
-def filter_by(lookup: Mapping[str, Any], value: Any, merge_with: Mapping[str, Any] | None = None, default: str = "default",
-              base: str | None = None) -> Any:
-    """Salt's filter_by: pick the lookup entry whose key matches value (glob)."""
-    keys = value if isinstance(value, list) else [value]
-    found = None
-    for key in keys:
-        for candidate in lookup:
-            if key is not None and fnmatch.fnmatchcase(str(key), str(candidate)):
-                found = lookup[candidate]
-                break
-        if found is not None:
-            break
-    if found is None:
-        found = lookup.get(default)
-    if base and base in lookup:
-        found = merge.merge(lookup[base], found or {}) if isinstance(found, Mapping) or found is None else found
-    if merge_with and isinstance(found, Mapping):
-        found = merge.merge(found, merge_with)
-    return found
+def undefined_hint(obj: Any, name: Any) -> str | None:
+    """The message for a missing ``salt`` function, or None when obj is not a salt table."""
+    if isinstance(obj, SaltFunctions) and isinstance(name, str):
+        full = name
+        reason = obj.missing_reason(name) if "." in name else f"there is no execution module '{name}'"
+    elif isinstance(obj, ModuleFunctions) and isinstance(name, str):
+        full = obj.full_name(name)
+        reason = obj.missing_reason(name)
+    else:
+        return None
+    return f"salt['{full}'] is undefined: {reason}"

@@ -7,6 +7,13 @@ when PyYAML has it, with Salt's differences from plain YAML 1.1:
 * timestamps stay strings (``2024-01-02`` -> ``"2024-01-02"``);
 * a key repeated in one mapping is an error ("found conflicting ID 'x'").
 
+Aliases are bounded: a document whose aliases expand it beyond
+``max(ALIAS_EXPANSION_FLOOR, ALIAS_EXPANSION_FACTOR * its length)`` (values plus
+characters of their text, counted as if every alias were written out), or that
+refers to itself, is refused naming the line of the smallest part that grows
+too large.  Without the bound, a 257-byte grain pasted into a pillar template
+("billion laughs") grew into a 4.9 MiB pillar in 3.3 s on the master.
+
 ``load`` returns the data, and on request the line of every mapping key
 (``{("a", "b"): 3}``) for provenance and error messages.
 """
@@ -21,6 +28,15 @@ import yaml
 from compiler.errors import RENDER_ERROR, CompileError
 
 _BaseLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+ALIAS_EXPANSION_FLOOR = 1_000_000     # values + characters any document may expand to through aliases
+ALIAS_EXPANSION_FACTOR = 100          # ... or this many times its own length, when that is more
+# An anchor (&name) and an alias (*name) where a node starts (line start, or after ':', '-', '?',
+# '[', '{', ',', and for an anchor after a tag): only then can a document expand.  Shell text such
+# as "a && rm *.tmp" inside a plain scalar does not match, so ordinary sls files skip the walk.
+_NODE_START = r"(?:^[ \t]*|[:?,\[{-][ \t]*)"
+_MAY_ALIAS = re.compile(r"(?:" + _NODE_START + r"|![^\s]*[ \t]+)&[^\s\[\]{},]", re.MULTILINE)
+_ALIAS = re.compile(_NODE_START + r"\*[^\s\[\]{},]", re.MULTILINE)
 
 # only unsigned values: Salt reads -010 and +010 as YAML 1.1 octal (-8, 8)
 _LEADING_ZERO_INT = re.compile(r"^0[0-9_]+$")
@@ -85,6 +101,47 @@ def _key_lines(node: yaml.Node, prefix: tuple[Any, ...], out: dict[tuple[Any, ..
             _key_lines(item, prefix, out)
 
 
+def _check_aliases(root: yaml.Node, text: str, display: str) -> None:
+    """Refuse a document whose aliases make it expand beyond the bound, or refer to themselves.
+    Linear in the distinct nodes: each collection's expanded size is computed once."""
+    limit = max(ALIAS_EXPANSION_FLOOR, ALIAS_EXPANSION_FACTOR * len(text))
+    sizes: dict[int, int] = {}
+    entered: set[int] = set()
+    stack: list[yaml.Node] = [root]
+    scalar, mapping = yaml.ScalarNode, yaml.MappingNode
+    while stack:
+        node = stack[-1]
+        key = id(node)
+        if key in sizes:
+            stack.pop()
+            continue
+        children = ([part for pair in node.value for part in pair] if isinstance(node, mapping)
+                    else node.value if not isinstance(node, scalar) else ())
+        if key not in entered:
+            entered.add(key)
+            waiting = False
+            for child in children:
+                if not isinstance(child, scalar) and id(child) not in sizes:
+                    if id(child) in entered:   # entered and not finished: an ancestor of this node
+                        raise CompileError(RENDER_ERROR, "a YAML alias refers to the anchor it is inside of "
+                                                         "(recursive data cannot be rendered)", display,
+                                           child.start_mark.line + 1)
+                    stack.append(child)
+                    waiting = True
+            if waiting:
+                continue
+        size = 1 + (len(node.value) if isinstance(node, scalar) else 0)
+        for child in children:
+            size += 1 + len(child.value) if isinstance(child, scalar) else sizes[id(child)]
+        if size > limit:
+            raise CompileError(RENDER_ERROR, f"YAML aliases expand this value to more than {limit:,} values and "
+                                             "characters (an alias bomb?); write the data out, or fewer aliases "
+                                             "of large anchors", display, node.start_mark.line + 1)
+        sizes[key] = size
+        entered.discard(key)
+        stack.pop()
+
+
 def load(text: str, display: str = "<string>", want_lines: bool = False) -> tuple[Any, dict[tuple[Any, ...], int]]:
     """Parse one YAML document. Raises CompileError(render_error) with file:line."""
     loader = SaltYamlLoader(text)
@@ -93,6 +150,8 @@ def load(text: str, display: str = "<string>", want_lines: bool = False) -> tupl
         lines: dict[tuple[Any, ...], int] = {}
         if node is None:
             return None, lines
+        if _MAY_ALIAS.search(text) and _ALIAS.search(text):
+            _check_aliases(node, text, display)
         if want_lines:
             _key_lines(node, (), lines)
         elif isinstance(node, yaml.MappingNode):

@@ -224,7 +224,7 @@ def stage_master_and_minions(demo: Demo) -> bool:
         for minion_id in PLANE_MINIONS:
             conf = write_config(os.path.join(base, f"{minion_id}.conf"), minion_config(
                 minion_id, base, master="127.0.0.1", master_port=ret_port, publish_port=publish_port,
-                acceptance_wait_time=0.5, recon_default=0.2, recon_max=2.0))
+                acceptance_wait_time=0.5, recon_default=200, recon_max=2000))
             daemons.start(minion_id, "minion", conf, os.path.join(base, f"{minion_id}.out"))
 
         def keys() -> dict[str, list[str]]:

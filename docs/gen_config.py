@@ -49,9 +49,13 @@ HEADER = """\
      change OPTIONS and run `python docs/gen_config.py`; the test suite fails when this file is stale. -->
 
 saltpan reads Salt-style configuration files: the same key names, the same
-YAML, the same meaning.  This page lists every key saltpan honours, its
-default, whether the master, the minion (and `saltpan compile`) or both read
-it, and what it does.
+YAML, the same meaning and the same units (`recon_default: 1000` is one
+second, in milliseconds as in Salt).  This page lists every key saltpan
+honours, its default, its unit, whether the master, the minion (and
+`saltpan compile`) or both read it, what it does, and how it relates to
+Salt 3008: "same" means Salt's key with Salt's default (the test suite checks
+each against Salt's captured defaults, runtime/data/salt_defaults.json);
+anything else says why saltpan differs or that the key is saltpan's own.
 
 How a configuration is put together:
 
@@ -68,8 +72,13 @@ How a configuration is put together:
   `pki_dir` and `sock_dir`, when relative, resolve against `root_dir`.
 - A known key with a value of the wrong type is an error naming the key and
   the file (`pillar_roots: /srv` is refused: it must be a mapping of
-  environment to a list of directories).  Keys saltpan does not know are kept
-  and ignored, as Salt trees often carry keys for other tools.
+  environment to a list of directories).
+- A key saltpan does not implement is never silently ignored: each one gets a
+  warning naming the file and the key and saying what saltpan does instead
+  (`minion: Salt option 'mine_functions' is not implemented by saltpan:
+  saltpan keeps no mine: mine.get answers {}`), and a key that is neither a
+  Salt 3008 option nor a saltpan one is reported as a likely typo.  The key is
+  kept in the options, so tools reading the same file still see it.
 - `pillar_source_merging_strategy` and `top_file_merging_strategy` must be
   one of the values listed below.
 
@@ -104,14 +113,16 @@ def format_default(key: str, value: Any) -> str:
 
 
 def render() -> str:
-    rows = ["| key | default | type | read by | meaning |", "| --- | --- | --- | --- | --- |"]
+    rows = ["| key | default | unit | type | read by | meaning | Salt 3008 |",
+            "| --- | --- | --- | --- | --- | --- | --- |"]
     for key, option in config.OPTIONS.items():
         if option.kind not in KIND_WORDS:
             raise SystemExit(f"gen_config: option {key!r} has kind {option.kind!r}: add it to KIND_WORDS")
         if option.role not in ROLE_WORDS:
             raise SystemExit(f"gen_config: option {key!r} has role {option.role!r}: add it to ROLE_WORDS")
-        rows.append(f"| `{key}` | {format_default(key, option.default)} | {KIND_WORDS[option.kind]} | "
-                    f"{ROLE_WORDS[option.role]} | {_escape(option.doc)} |")
+        rows.append(f"| `{key}` | {format_default(key, option.default)} | {option.unit} | "
+                    f"{KIND_WORDS[option.kind]} | {ROLE_WORDS[option.role]} | {_escape(option.doc)} | "
+                    f"{_escape(option.salt) if option.salt else 'same'} |")
     return HEADER + "\n".join(rows) + f"\n\n{len(config.OPTIONS)} keys.\n"
 
 

@@ -54,7 +54,7 @@ class _Templates:
         self.context = {
             "grains": grains, "pillar": pillar, "opts": opts, "id": minion_id, "minion_id": minion_id,
             "saltenv": self.saltenv, "env": self.saltenv,
-            "salt": salt_functions.build(minion_id, grains, pillar, opts),
+            "salt": salt_functions.SaltFunctions(_offline_functions(opts)(minion_id, grains, pillar, opts)),
         }
 
     def render(self, full_path: str, relpath: str, text: str) -> Any:
@@ -64,6 +64,13 @@ class _Templates:
         except CompileError as exc:
             raise CompileError(EXT_PILLAR_ERROR, f"rendering {full_path} failed: {exc.message}",
                                exc.file or full_path, exc.line) from None
+
+
+def _offline_functions(opts: Mapping[str, Any]) -> Any:
+    """The execution functions of the master's pillar compile (runtime/modules' registry, offline)."""
+    from runtime import pipeline
+
+    return pipeline.offline_functions(opts)
 
 
 def _names(value: Any, option: str) -> list[str]:

@@ -29,7 +29,8 @@ from typing import Any
 
 from compiler.requisites import Lowstate, tag
 from runtime import cmdrun
-from runtime.states import StateContext, lookup
+from runtime.states import Missing, StateContext, resolve
+from runtime.states.registry import runs_own_checks
 
 log = logging.getLogger(__name__)
 
@@ -41,8 +42,6 @@ INTERNAL_KEYS = frozenset({
     "cmd_opts_exclude", "failhard", "retry", "parallel", "reload_modules", "reload_grains", "reload_pillar",
     "runas_password", "no_log", "fire_event", "saltenv", "umask", "aggregate",
 })
-# States that evaluate unless/onlyif/creates themselves (Salt: they have mod_run_check).
-OWN_RUN_CHECK = frozenset({"cmd"})
 
 
 def _now() -> datetime.datetime:
@@ -208,11 +207,12 @@ class Executor:
     def call(self, low: dict, prereq: bool = False, attempt: int = 1) -> dict:
         start = _now()
         test = True if prereq else self.test
-        func = lookup(str(low["state"]), str(low["fun"]))
+        func = resolve(str(low["state"]), str(low["fun"]))
         ret: dict[str, Any]
-        if func is None:
+        if isinstance(func, Missing):
             ret = {"result": False, "name": low.get("name"), "changes": {},
-                   "comment": f"State '{low['state']}.{low['fun']}' was not found in SLS '{low.get('__sls__')}'"}
+                   "comment": f"State '{low['state']}.{low['fun']}' was not found in SLS '{low.get('__sls__')}'\n"
+                              f"Reason: {func.reason}\n"}
             return self.verify_failure(ret, prereq)
         missing = _missing_params(func, low)
         if missing:
@@ -223,7 +223,7 @@ class Executor:
         ret = {"result": False, "name": low["name"], "changes": {}}
         try:
             outcome = None
-            if low["state"] not in OWN_RUN_CHECK:
+            if not runs_own_checks(str(low["state"])):
                 outcome = cmdrun.evaluate_conditions(low, self.grains, self.functions)
             if outcome is not None and outcome.skip:
                 ret = {"result": True, "name": low["name"], "changes": {}, "comment": outcome.comment,

@@ -5,7 +5,8 @@ which shadows a shipped one of the same name) and from the ``ext_pillar``
 package.  A driver is called with Salt's signature ``ext_pillar(minion_id,
 pillar, *args, **kwargs)``; if it also accepts keyword arguments named
 ``opts`` or ``grains`` they are passed too (copies: a driver cannot change the
-configuration or the grains other compiles see).  Modules written for Salt
+configuration or the grains other compiles see; the ``saltenv`` and ``pillarenv``
+in those opts are the compile's, as in Salt's ``__opts__``).  Modules written for Salt
 that read ``__opts__``, ``__grains__`` or ``__salt__`` get those names set on
 the module, for compatibility.
 
@@ -133,11 +134,13 @@ class DriverLoader:
 
     def _driver(self, name: str, get: Callable[[], tuple[Callable[..., Any], inspect.Signature | None]]
                 ) -> Callable[..., Any]:
-        def run(minion_id: str, pillar: dict, args: tuple, kwargs: dict[str, Any], grains: Mapping | None) -> Any:
+        def run(minion_id: str, pillar: dict, args: tuple, kwargs: dict[str, Any], grains: Mapping | None,
+                envs: Mapping[str, str | None] | None) -> Any:
             func, signature = get()
             params = signature.parameters if signature else {}
             if "opts" in params:
-                kwargs["opts"] = copy.deepcopy(dict(self.opts))
+                # as Salt's __opts__ for ext_pillar: saltenv and pillarenv are the compile's
+                kwargs["opts"] = copy.deepcopy({**self.opts, **(envs or {})})
             if "grains" in params:
                 kwargs["grains"] = copy.deepcopy(dict(grains or {}))
             if signature is not None:
@@ -147,11 +150,13 @@ class DriverLoader:
                     raise DriverError(f"bad arguments in the ext_pillar configuration: {exc}") from None
             return func(minion_id, pillar, *args, **kwargs)
 
-        def call(minion_id: str, pillar: dict, *args: Any, grains: Mapping | None = None, **kwargs: Any) -> Any:
-            return self.guard.call(name, run, self.timeout, (minion_id, pillar, args, kwargs, grains), {})
+        def call(minion_id: str, pillar: dict, *args: Any, grains: Mapping | None = None,
+                 envs: Mapping[str, str | None] | None = None, **kwargs: Any) -> Any:
+            return self.guard.call(name, run, self.timeout, (minion_id, pillar, args, kwargs, grains, envs), {})
 
         call.__name__ = f"ext_pillar_{name}"
         call.accepts_grains = True  # type: ignore[attr-defined]
+        call.accepts_envs = True  # type: ignore[attr-defined]
         return call
 
 

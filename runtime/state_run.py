@@ -13,12 +13,11 @@ from typing import TYPE_CHECKING, Any
 from compiler.errors import CompileError
 from compiler.render import Renderer
 from compiler.requisites import Lowstate, Run, order_chunks
-from compiler.roots import FileSource, LocalRoots, valid_saltenv
-from compiler.salt_functions import build as build_functions
+from compiler.roots import FileSource, valid_saltenv
 from runtime import pipeline
 from runtime.config import option
 from runtime.executor import Executor
-from runtime.states import StateContext
+from runtime.states import StateContext, has_mod_watch
 
 if TYPE_CHECKING:
     from runtime.modules import ModuleEnv
@@ -42,16 +41,21 @@ class StateRunner:
         self.env = env
         self.opts = env.opts
         self.pillar = pillar
-        # the roots states and salt:// sources are read from (the local file_roots without a state_source)
-        self.source: FileSource = env.state_source or LocalRoots(option(self.opts, "file_roots", dict))
+        # the roots states and salt:// sources are read from (without a state_source: the file server's
+        # backends, file_roots and gitfs, as the state compiler reads them)
+        self.source: FileSource = env.state_source or pipeline.file_source(self.opts)
+        from dataclasses import replace
+
+        from compiler.salt_functions import SaltFunctions
         from runtime import modules
 
-        # templates rendered for a run on this host may call execution functions (salt['cmd.run'] ...)
-        runtime_functions = modules.function_table(env)
-        self.compiler = pipeline.state_compiler(self.opts, self.source, runtime_functions)
+        # templates and states of this run see the freshly compiled pillar; functions run for real
+        run_env = replace(env, pillar=pillar)
+        self.compiler = pipeline.state_compiler(self.opts, self.source, modules.live_functions(run_env))
         self.renderer: Renderer = self.compiler.renderer
-        self.functions = build_functions(self.opts.get("id") or "", env.grains, pillar, self.opts)
-        self.functions.extend(runtime_functions)
+        self.functions = modules.function_table(run_env)
+        self.template_functions = SaltFunctions(modules.live_functions(run_env)(
+            self.opts.get("id") or "", env.grains, pillar, self.opts))
 
     def fetch_file(self, url: str, saltenv: str) -> tuple[bytes, str, int | None] | None:
         path, env_name = _parse_salt_url(url, saltenv)
@@ -69,9 +73,21 @@ class StateRunner:
             return None
         return found.data, found.display, found.mode
 
+    def list_files(self, saltenv: str) -> list[str]:
+        if not valid_saltenv(saltenv):
+            from runtime.states._source import SourceError
+
+            raise SourceError(f"Invalid saltenv {saltenv[:64]!r}")
+        try:
+            return list(self.source.list_files(saltenv))
+        except CompileError as exc:  # refused or unreachable file server
+            from runtime.states._source import SourceError
+
+            raise SourceError(f"Cannot list the files of saltenv {saltenv!r}: {exc.message}") from None
+
     def render_template(self, text: str, engine: str, context: Mapping[str, Any], display: str) -> str:
         path, env_name = _parse_salt_url(display, "base") if display.startswith("salt://") else (display, "base")
-        ctx = {"grains": self.env.grains, "pillar": self.pillar, "opts": self.opts, "salt": self.functions,
+        ctx = {"grains": self.env.grains, "pillar": self.pillar, "opts": self.opts, "salt": self.template_functions,
                "saltenv": env_name, "id": self.opts.get("id")}
         ctx.update(context)
         rel = path.lstrip("/") or "template"
@@ -80,7 +96,9 @@ class StateRunner:
     def context(self, low: dict, test: bool) -> StateContext:
         return StateContext(test=test, opts=self.opts, grains=self.env.grains, pillar=self.pillar,
                             saltenv=str(low.get("__env__") or "base"), sls=low.get("__sls__"),
-                            fetch_file=self.fetch_file, render_template=self.render_template,
+                            fetch_file=self.fetch_file, list_files=self.list_files,
+                            fire_event=getattr(self.env, "fire_event", None),
+                            render_template=self.render_template,
                             functions=self.functions)
 
     def execute(self, lowstate: Lowstate, test: bool) -> dict[str, dict]:
@@ -152,7 +170,7 @@ def single(env: ModuleEnv, fun: str, name: str, test: Any = None, **kwargs: Any)
     chunk = {"state": state, "fun": func, "name": name, "__id__": name, "__sls__": None,
              "__env__": kwargs.pop("saltenv", None) or "base", **{k: v for k, v in kwargs.items()
                                                                    if not k.startswith("__")}}
-    lowstate, problems = order_chunks([chunk], lambda s: s in ("cmd", "test", "pkg", "service"))
+    lowstate, problems = order_chunks([chunk], has_mod_watch)
     if problems or lowstate is None:
         return [str(getattr(p, "message", p)) for p in problems]
     lowstate.runs = [Run(0)]

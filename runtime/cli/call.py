@@ -10,7 +10,7 @@ import sys
 from typing import Any
 
 from runtime.cli.options import OUTPUTS, add_log_level, add_out, offline_config, parse_fun_args
-from runtime.config import ConfigError, option
+from runtime.config import ConfigError
 from runtime.state_returns import STATE_FUNCTIONS, state_retcode
 
 
@@ -33,16 +33,21 @@ def masterless_env(opts: dict[str, Any], need_pillar: bool):
 
     minion_id = str(opts.get("id") or socket.getfqdn())
     opts["id"] = minion_id
+    from runtime.modules import live_functions
+
     grains = grains_mod.minion_grains(opts, minion_id)
-    compiler = pipeline.pillar_compiler(opts)
+    env = ModuleEnv(opts=opts, grains=grains, pillar={}, state_source=LocalRoots(opts.get("file_roots") or {}),
+                    pillar_source=LocalRoots(opts.get("pillar_roots") or {}))
+    # masterless: templates call execution functions for real on this host, as salt-call --local
+    compiler = pipeline.pillar_compiler(opts, functions=live_functions(env))
 
     def fresh() -> tuple[dict[str, Any], list]:
         result = compiler.compile(minion_id, grains)
         return result.pillar, result.errors
 
-    pillar: dict[str, Any] = fresh()[0] if need_pillar else {}
-    env = ModuleEnv(opts=opts, grains=grains, pillar=pillar, fresh_pillar=fresh,
-                    state_source=LocalRoots(opts.get("file_roots") or {}))
+    env.fresh_pillar = fresh
+    if need_pillar:
+        env.pillar.update(fresh()[0])
 
     def refresh(**_: Any) -> bool:
         env.pillar.clear()
@@ -74,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         modules.lookup(fun)
     except modules.FunctionNotFound as exc:
-        print(f"'{fun}' is not available: {exc}", file=sys.stderr)
+        print(str(exc), file=sys.stderr)
         return 1
     env = masterless_env(opts, need_pillar=fun.startswith(("pillar.", "saltutil.")))
     try:
@@ -92,8 +97,7 @@ def run(args: argparse.Namespace) -> int:
     elif fmt == "highstate" and fun in STATE_FUNCTIONS:
         from runtime.cli.highstate_output import format_state_run
 
-        text, _ok = format_state_run("local", result, color=output.use_color(sys.stdout),
-                                     verbose=option(opts, "state_verbose", bool))
+        text, _ok = format_state_run("local", result, color=output.use_color(sys.stdout), opts=opts)
         print(text)
     else:
         print(output.render(result, "nested" if fmt == "highstate" else fmt, sys.stdout, label="local"))

@@ -1,5 +1,6 @@
-"""What an offline compile reads besides the trees: a minion's grains (from a fleet source, the
-config and grains files), and how its errors are reported."""
+"""What an offline compile reads besides the trees: its config (with the master's git clones), the
+git remotes (``--fetch``), a minion's grains (from a fleet source, the config and grains files), and
+how its errors are reported."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from runtime import config as config_mod
-from runtime.cli.options import UsageError
+from runtime.cli.options import UsageError, offline_config
 
 
 def read_data_file(path: str, what: str) -> dict[str, Any]:
@@ -19,6 +20,64 @@ def read_data_file(path: str, what: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise UsageError(f"{path}: a {what} file must be a mapping, got {type(data).__name__}")
     return data
+
+
+def compile_config(given: str | None, role: str = "minion") -> dict[str, Any]:
+    """The config of an offline compile (``offline_config``); a minion config using gitfs or
+    git_pillar reads the git clones from the master's cachedir (the same file loaded as a master
+    config), where ``--fetch`` and the master put them."""
+    opts = offline_config(given, role)
+    if given and role == "minion":
+        from runtime.gitfs import uses_git_pillar, uses_gitfs
+
+        if uses_gitfs(opts) or uses_git_pillar(opts):
+            opts["cachedir"] = config_mod.load(given, "master")["cachedir"]
+    return opts
+
+
+def prepare_git(config: str | None, fetch: bool) -> int:
+    """--fetch: fetch the config's git remotes first (gitfs, git_pillar); 1 when one failed, else 0."""
+    if not fetch:
+        return 0
+    opts = compile_config(config)
+    from runtime.gitfs import uses_git_pillar, uses_gitfs
+
+    if not (uses_gitfs(opts) or uses_git_pillar(opts)):
+        print("saltpan compile: --fetch: the config has no git remotes (gitfs_remotes with gitfs in "
+              "fileserver_backend, or an ext_pillar git entry)", file=sys.stderr)
+        return 0
+    from runtime.gitfs.remotes import GitConfigError
+    from runtime.gitfs.update import update
+
+    try:
+        results = update(opts)
+    except GitConfigError as exc:
+        raise UsageError(f"{opts.get('conf_file') or 'config'}: {exc}") from None
+    failed = 0
+    for result in results:
+        for note in result.notes:
+            print(f"warning: {note}", file=sys.stderr)
+        if not result.ok:
+            failed = 1
+            print(f"error: {result.summary()}", file=sys.stderr)
+    return failed
+
+
+def git_problems(opts: Mapping[str, Any]) -> list[str]:
+    """Why a gitfs remote serves nothing (not fetched yet, damaged cache); a bad git config raises UsageError."""
+    from runtime.gitfs import uses_gitfs
+
+    if not uses_gitfs(opts):
+        return []
+    from runtime import pipeline
+    from runtime.gitfs.remotes import GitConfigError
+
+    try:
+        source = pipeline.file_source(opts)
+    except GitConfigError as exc:
+        raise UsageError(f"{opts.get('conf_file') or 'config'}: {exc}") from None
+    problems = getattr(source, "problems", None)
+    return problems() if callable(problems) else []
 
 
 def fleet_grains(opts: Mapping[str, Any], minion_id: str, fleet: str | None = None) -> dict[str, Any]:

@@ -14,8 +14,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from runtime.cli.compile_inputs import minion_grains, report_errors
-from runtime.cli.options import UsageError, offline_config
+from runtime.cli.compile_inputs import compile_config, minion_grains, report_errors
+from runtime.cli.options import UsageError
 from runtime.config import ConfigError
 
 
@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     diffing = bool(args.diff or args.diff_to)
     try:
         check_flags(args)
-        opts = offline_config(args.config)
+        opts = compile_config(args.config)
         if args.saltenv:
             opts["saltenv"] = args.saltenv
         if args.pillarenv:
@@ -81,7 +81,7 @@ def load_fleet(args: argparse.Namespace, opts: Mapping[str, Any]) -> tuple[dict[
             return fleet_mod.load_fleet(args.fleet), args.fleet
         if opts.get("fleet_file") and os.path.exists(opts["fleet_file"]):
             return fleet_mod.load_fleet(opts["fleet_file"]), opts["fleet_file"]
-        master_opts = offline_config(args.config, "master")
+        master_opts = compile_config(args.config, "master")
         return fleet_mod.load_cache_fleet(master_opts["cachedir"]), "the master's minion data cache"
     except fleet_mod.FleetError as exc:
         raise UsageError(str(exc)) from None

@@ -94,7 +94,7 @@ class MinionCompiler:
         self.pillar_compiler = pipeline.pillar_compiler(opts, pillar_source)
         self.state_compiler = None
         if request.show != "pillar":
-            self.state_compiler = pipeline.state_compiler(opts, SnapshotSource(LocalRoots(opts.get("file_roots") or {})))
+            self.state_compiler = pipeline.state_compiler(opts, SnapshotSource(pipeline.file_source(opts)))
         self.masker = Masker.from_opts(opts, request.unmask)
         self.schemas = schemas if request.validate else None
 

@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
             if fmt == "highstate" and state_run:
                 from runtime.cli.highstate_output import format_state_run
 
-                text, ok = format_state_run(minion_id, ret, color=color, verbose=option(opts, "state_verbose", bool))
+                text, ok = format_state_run(minion_id, ret, color=color, opts=opts)
                 print(text, flush=True)
                 summary.append((minion_id, ok))
                 failed_states = failed_states or not ok
@@ -186,13 +186,6 @@ def _local_finger(pki_dir: str, match: str) -> dict[str, str]:
         return {}
 
 
-def _exact_match(ids: list[str]) -> str:
-    """A key match naming exactly these ids (glob characters escaped)."""
-    import re
-
-    return ",".join(re.sub(r"([*?\[])", r"[\1]", minion_id) for minion_id in ids)
-
-
 def key(args: argparse.Namespace) -> int:
     from runtime.master.keys import FileKeyStore
 
@@ -254,7 +247,7 @@ def key(args: argparse.Namespace) -> int:
             return 2
         if not (answer or default).startswith("y"):
             return 0
-    exact = _exact_match(sorted({m for ids in found.values() for m in ids}))
+    exact = sorted({m for ids in found.values() for m in ids})   # exactly the ids confirmed above
     if action == "accept":
         changed = store.accept(exact, include_rejected=args.include_rejected, include_denied=args.include_denied)
     elif action == "reject":
@@ -262,29 +255,26 @@ def key(args: argparse.Namespace) -> int:
     else:
         changed = store.delete(exact)
     _after_key_change(opts, action, changed)
-    for minion_id in sorted({m for ids in changed.values() for m in ids}):
+    done = {m for ids in changed.values() for m in ids}
+    for minion_id in sorted(done):
         print(f"Key for minion {minion_id} {action.rstrip('e')}ed.")
+    for minion_id in sorted({m for ids in found.values() for m in ids} - done):
+        print(f"Key for minion {minion_id} not {action.rstrip('e')}ed: its key file is unusable "
+              f"('saltpan key -f {minion_id}' says why; 'saltpan key -d {minion_id}' removes it).", file=sys.stderr)
     return 0
 
 
 def _after_key_change(opts: dict[str, Any], action: str, changed: dict[str, list[str]]) -> None:
-    """Revoke sessions (rotating the publish key) and fire salt/key events."""
+    """Forget what the master knew under keys that went away (sessions, publish key, data
+    cache: runtime.master.revocation) and fire salt/key events."""
     import os
+
+    from runtime.master import revocation
 
     ids = sorted({m for ids in changed.values() for m in ids})
     if not ids:
         return
-    revoke = action in ("reject", "delete") or (action == "accept" and changed.get("minions_denied"))
-    sessions_db = os.path.join(opts["sock_dir"], "sessions.sqlite")
-    if revoke and os.path.exists(sessions_db):
-        from runtime.master.sessions import SQLiteSessionStore
-
-        store = SQLiteSessionStore.in_sock_dir(opts["sock_dir"])
-        try:
-            for minion_id in ids:
-                store.revoke(minion_id, f"key {action}")
-        finally:
-            store.close()
+    revocation.forget_minions(opts, revocation.loses_identity(action, changed), f"key {action}")
     if not os.path.exists(os.path.join(opts["sock_dir"], "master_event_pull.ipc")):
         return  # the master is not running: nobody to tell
     try:

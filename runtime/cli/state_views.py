@@ -11,20 +11,24 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runtime import pipeline
+
+if TYPE_CHECKING:
+    from compiler.salt_functions import FunctionsFactory
 
 _SALT_FUN = {"top": "state.show_top", "highstate": "state.show_highstate", "lowstate": "state.show_lowstate"}
 
 
 def show(opts: Mapping[str, Any], minion_id: str, grains: Mapping[str, Any], what: str, out: str,
-         masker: Any = None) -> int:
-    """Print one state view; ``masker`` (runtime.cli.masking.Masker) hides the pillar's secrets in it."""
+         masker: Any = None, functions: FunctionsFactory | None = None) -> int:
+    """Print one state view; ``masker`` (runtime.cli.masking.Masker) hides the pillar's secrets in it;
+    ``functions``: the templates' salt table (default: offline)."""
     from runtime.cli import output
     from runtime.cli.compile_inputs import report_errors
 
-    pillar_result = pipeline.compile_pillar(opts, minion_id, grains)
+    pillar_result = pipeline.pillar_compiler(opts, functions=functions).compile(minion_id, grains)
     if pillar_result.errors or pillar_result.pillar.get("_errors"):
         print(f"Error running '{_SALT_FUN[what]}': Pillar failed to render. Additional info follows:",
               file=sys.stderr)
@@ -32,7 +36,8 @@ def show(opts: Mapping[str, Any], minion_id: str, grains: Mapping[str, Any], wha
             print(f"- {message}", file=sys.stderr)
         report_errors(pillar_result.errors)
         return 1
-    result = pipeline.compile_states(opts, minion_id, grains, pillar_result.pillar, what, all_errors=True)
+    result = pipeline.compile_states(opts, minion_id, grains, pillar_result.pillar, what, all_errors=True,
+                                     compiler=pipeline.state_compiler(opts, functions=functions))
     if result.errors:
         print(output.render([e.salt_message() for e in result.errors], out, sys.stdout))
         report_errors(result.errors)

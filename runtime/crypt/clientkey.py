@@ -16,7 +16,7 @@ import os
 from typing import Any
 
 from runtime.crypt import aead
-from runtime.crypt.errors import BadMessage, KeyFileError
+from runtime.crypt.errors import BadMessage, KeyFileError, ReplayRefused
 from runtime.crypt.handshake import now_ms
 from runtime.crypt.replay import DEFAULT_MAX_SKEW_MS, check_fresh
 from runtime.private_files import PrivateFileError, ensure_private_dir, read_private, write_private
@@ -67,10 +67,12 @@ def make_proof(key: bytes, user: str, body: bytes, *, now: int | None = None) ->
 
 
 def verify_proof(key: bytes, proof: Any, body: bytes, *, now: int | None = None,
-                 max_skew_ms: int = DEFAULT_MAX_SKEW_MS) -> tuple[str, bytes]:
+                 max_skew_ms: int = DEFAULT_MAX_SKEW_MS, not_before_ms: int = 0) -> tuple[str, bytes]:
     """Check a proof made with ``key``; return ``(user, nonce)``.  The caller must then claim the
-    nonce once in the shared store (``SQLiteSessionStore.claim_nonce``).  Raises ``BadMessage``
-    (``bad_proof``) or ``ReplayRefused`` (``stale``/``future``)."""
+    nonce once in the shared store (``SQLiteSessionStore.claim_nonce``).  ``not_before_ms`` is
+    the master's start: a proof made earlier is ``stale`` even within the clock window (a capture
+    replayed after a restart).  Raises ``BadMessage`` (``bad_proof``) or ``ReplayRefused``
+    (``stale``/``future``)."""
     if not isinstance(proof, dict) or set(proof) != {"user", "ts", "nonce", "mac"}:
         raise BadMessage("client proof must have exactly user, ts, nonce and mac", "bad_proof")
     user, ts, nonce, mac = proof["user"], proof["ts"], proof["nonce"], proof["mac"]
@@ -80,4 +82,6 @@ def verify_proof(key: bytes, proof: Any, body: bytes, *, now: int | None = None,
     if not hmac.compare_digest(mac, _mac(key, user, ts, nonce, body)):
         raise BadMessage(f"client proof for user {user!r} does not verify", "bad_proof")
     check_fresh(ts, now_ms() if now is None else now, max_skew_ms)
+    if ts < not_before_ms:
+        raise ReplayRefused("client proof was made before this master started (a replay?)", "stale")
     return user, nonce

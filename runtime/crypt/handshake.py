@@ -33,6 +33,7 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X
 
 from runtime import codec
 from runtime.crypt import aead
+from runtime.crypt.ed25519_strict import public_key_problem
 from runtime.crypt.errors import AuthReplyError, BadMessage, HelloError
 from runtime.crypt.identity import PUBLIC_KEY_SIZE, SIGNATURE_SIZE, Identity, verify_signature
 
@@ -186,15 +187,28 @@ def parse_hello(load: Any) -> Hello:
     return Hello(minion_id, load["pub"], load["eph"], load["nonce"], load["ts"], transcript, False)
 
 
-def verify_hello(load: Any, *, now: int | None = None, max_skew_ms: int = DEFAULT_HELLO_SKEW_MS) -> Hello:
-    """Parse, check the clock and the signature.  On refusal, :class:`HelloError` carries
-    ``.hello`` (the parsed hello, or None when malformed) so that :func:`answer_hello` can still
-    send a signed refusal bound to it."""
+def verify_hello(load: Any, *, now: int | None = None, max_skew_ms: int = DEFAULT_HELLO_SKEW_MS,
+                 not_before_ms: int = 0) -> Hello:
+    """Parse, check the clock, the key and the signature.  On refusal, :class:`HelloError`
+    carries ``.hello`` (the parsed hello, or None when malformed) so that :func:`answer_hello`
+    can still send a signed refusal bound to it.
+
+    ``not_before_ms`` is the master's start time: a hello timestamped earlier was made for a
+    previous run of the master (captured and replayed after a restart, when the store of claimed
+    nonces may be gone) and is refused ``clock_skew``; the refusal carries the master's time, so
+    an honest minion whose estimate lagged corrects it and retries at once."""
     hello = parse_hello(load)
     current = now_ms() if now is None else now
     if abs(hello.ts_ms - current) > max_skew_ms:
         raise HelloError(f"hello timestamp is {(hello.ts_ms - current) / 1000:+.1f} s from the master's clock "
                          f"(limit {max_skew_ms / 1000:g} s)", "clock_skew", hello)
+    if hello.ts_ms < not_before_ms:
+        raise HelloError(f"hello timestamp is {(not_before_ms - hello.ts_ms) / 1000:.1f} s before this master "
+                         "started (made for an earlier run: a replay, or a clock estimate to correct)",
+                         "clock_skew", hello)
+    key_problem = public_key_problem(hello.pub)
+    if key_problem is not None:  # a small-order key verifies "universal" signatures: refuse it first
+        raise HelloError(f"hello key refused: {key_problem}", "bad_key", hello)
     if not verify_signature(hello.pub, load["sig"], hello.transcript):
         raise HelloError("hello signature does not verify with the public key it carries", "bad_signature", hello)
     return Hello(hello.minion_id, hello.pub, hello.eph, hello.nonce, hello.ts_ms, hello.transcript, True)
@@ -316,6 +330,9 @@ def finish_auth(attempt: AuthAttempt, reply: Any, trust: MasterKeyCheck, *, now:
             raise AuthReplyError("accepted reply lacks its session fields")
     elif sid is not None or eph is not None or sealed is not None:
         raise AuthReplyError("only an accepted reply may carry session fields")
+    key_problem = public_key_problem(master_pub)
+    if key_problem is not None:  # never trust (nor remember) a key anyone can sign for
+        raise AuthReplyError(f"master key refused: {key_problem}", "bad_master_key")
     trust.check(master_pub)
     core = _reply_core(outcome, reason, attempt.minion_id, attempt.nonce, hello_hash, master_pub, master_now,
                        sid, eph)

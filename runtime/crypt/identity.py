@@ -16,6 +16,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from runtime.crypt.ed25519_strict import off_curve_problem, public_key_problem, signature_problem
 from runtime.crypt.errors import KeyFileError
 from runtime.private_files import PrivateFileError, ensure_private_dir, read_private, write_private
 
@@ -38,12 +39,16 @@ def normalize_fingerprint(text: str) -> str:
 
 
 def public_to_pem(public_raw: bytes) -> bytes:
+    problem = public_key_problem(public_raw)
+    if problem is not None:
+        raise ValueError(f"refusing to write an unusable Ed25519 key: {problem}")
     key = Ed25519PublicKey.from_public_bytes(public_raw)
     return key.public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
 
 
 def public_from_pem(pem: bytes | str, source: str = "public key") -> bytes:
-    """Raw 32-byte public key from PEM text; :class:`KeyFileError` if it is not an Ed25519 key."""
+    """Raw 32-byte public key from PEM text; :class:`KeyFileError` if it is not an Ed25519 key, or one
+    no private key exists for (small order) or with a non-canonical encoding (``ed25519_strict``)."""
     data = pem.encode() if isinstance(pem, str) else pem
     try:
         key = serialization.load_pem_public_key(data.strip() + b"\n")
@@ -52,12 +57,20 @@ def public_from_pem(pem: bytes | str, source: str = "public key") -> bytes:
     if not isinstance(key, Ed25519PublicKey):
         raise KeyFileError(f"{source}: a {type(key).__name__.lstrip('_')} key; saltpan uses Ed25519 keys "
                            "(Salt's RSA keys cannot be reused)")
-    return key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    raw = key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    problem = off_curve_problem(raw)
+    if problem is not None:
+        raise KeyFileError(f"{source}: refused: {problem}")
+    return raw
 
 
 def verify_signature(public_raw: bytes, signature: bytes, data: bytes) -> bool:
-    """True when ``signature`` is a valid Ed25519 signature of ``data`` by ``public_raw``."""
+    """True when ``signature`` is a valid Ed25519 signature of ``data`` by ``public_raw``, the key
+    and the signature both strictly encoded (no small-order key or R, no S >= L: see
+    ``ed25519_strict``)."""
     if len(public_raw) != PUBLIC_KEY_SIZE or len(signature) != SIGNATURE_SIZE:
+        return False
+    if public_key_problem(public_raw) is not None or signature_problem(signature) is not None:
         return False
     try:
         Ed25519PublicKey.from_public_bytes(public_raw).verify(signature, data)

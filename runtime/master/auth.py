@@ -7,7 +7,10 @@ Steps for one hello (``AuthService.handle``):
    gets an unsigned ``{"error": ...}`` load; every other refusal is signed.
 2. The id must be usable as a key file name (``keys.id_problem``).
 3. The hello's nonce is claimed once in the shared store: a replayed hello (even one sent to two
-   workers at once) is refused ``replayed``.
+   workers at once) is refused ``replayed``.  Claimed nonces outlive a master restart (the store
+   keeps them until they expire), and a hello timestamped before the master started is refused
+   ``clock_skew`` in step 1 (``SessionStore.started_ms``), so a capture replayed after a restart
+   is refused even when the store was lost.
 4. ``KeyStore.admit`` decides accepted / pending / rejected / denied / pending_full.
 5. Accepted: the session is recorded together with the current publish key, the key store is
    checked again (a key deleted meanwhile drops the new session: ``revoked``), and the reply
@@ -61,8 +64,10 @@ class AuthDecision:
     detail: str = ""              # for the master's log only, never sent
 
     def event(self) -> dict[str, Any] | None:
-        """Data for a ``salt/auth`` event in Salt's shape, or None for refusals before the key store."""
-        if self.minion_id is None or self.public_raw is None:
+        """Data for a ``salt/auth`` event in Salt's shape, or None for refusals before the key store
+        and for ids that could not name a key (``../x``, ``a/b``: never put on the bus, where a
+        reactor might use them as a path)."""
+        if self.minion_id is None or self.public_raw is None or id_problem(self.minion_id) is not None:
             return None
         act = _EVENT_ACT.get(self.outcome, "full" if self.reason == "pending_full" else "refused")
         return {"result": self.outcome in ("accepted", "pending"), "act": act, "id": self.minion_id,
@@ -92,7 +97,8 @@ class AuthService:
     def handle(self, load: Any, *, now: int | None = None) -> AuthDecision:
         current = now_ms() if now is None else now
         try:
-            hello = verify_hello(load, now=current, max_skew_ms=self.settings.hello_skew_ms)
+            hello = verify_hello(load, now=current, max_skew_ms=self.settings.hello_skew_ms,
+                                 not_before_ms=self.sessions.started_ms())
         except HelloError as exc:
             if isinstance(exc.hello, Hello):
                 return self._refuse(exc.hello, exc.reason, current, verified=False, detail=str(exc))

@@ -24,7 +24,9 @@ none                   any, pending set full                       pending_full 
 
 The pending limit stops key-store flooding with new ids (CVE-2023-20897's class).  Operator
 commands (:meth:`accept`, :meth:`reject`, :meth:`delete`, :meth:`finger`, :meth:`print_keys`)
-take Salt's match: a glob, or a comma-separated list of globs.  Every method returns what it
+take Salt's match: a glob, or a comma-separated list of globs (taken as typed, never stripped),
+or a list of exact ids (what the operator confirmed).  Writes hold an exclusive lock shared by
+every process (``_StoreLock``).  Every method returns what it
 matched or changed as ``{status_dir: [ids]}`` so the caller can fire ``salt/key`` events and
 revoke sessions (:meth:`runtime.master.sessions.SQLiteSessionStore.revoke`) for ids that lost
 their accepted key.
@@ -32,9 +34,13 @@ their accepted key.
 
 from __future__ import annotations
 
+import fcntl
 import fnmatch
 import os
 import re
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -110,6 +116,11 @@ class KeyRecord:
         return fingerprint(self.public_raw)
 
 
+KeyMatch = str | Sequence[str]
+"""Salt's key match (a glob or comma-separated globs, taken as typed: ``'web1 '`` does not match
+``web1``), or a list of exact ids (what an operator confirmed: ids may hold commas and globs)."""
+
+
 class KeyStore(Protocol):
     """What the master needs from a key store; a PostgreSQL backend implements the same."""
 
@@ -118,17 +129,52 @@ class KeyStore(Protocol):
     def is_accepted(self, minion_id: str, public_raw: bytes) -> bool: ...
     def admit(self, minion_id: str, public_raw: bytes, *, auto_accept: bool = False) -> str: ...
     def list_keys(self) -> dict[str, list[str]]: ...
-    def accept(self, match: str, *, include_rejected: bool = False,
+    def accept(self, match: KeyMatch, *, include_rejected: bool = False,
                include_denied: bool = False) -> dict[str, list[str]]: ...
-    def reject(self, match: str, *, include_accepted: bool = False,
+    def reject(self, match: KeyMatch, *, include_accepted: bool = False,
                include_denied: bool = False) -> dict[str, list[str]]: ...
-    def delete(self, match: str) -> dict[str, list[str]]: ...
-    def finger(self, match: str) -> dict[str, dict[str, str]]: ...
-    def print_keys(self, match: str) -> dict[str, dict[str, str]]: ...
+    def delete(self, match: KeyMatch) -> dict[str, list[str]]: ...
+    def finger(self, match: KeyMatch) -> dict[str, dict[str, str]]: ...
+    def print_keys(self, match: KeyMatch) -> dict[str, dict[str, str]]: ...
 
 
-def _split_match(match: str) -> list[str]:
-    return [m for m in (part.strip() for part in match.split(",")) if m]
+def _matcher(match: KeyMatch) -> Callable[[str], bool]:
+    if isinstance(match, str):
+        patterns = match.split(",")     # as salt-key: no stripping, so 'web1 ' is not 'web1'
+        return lambda minion_id: any(fnmatch.fnmatchcase(minion_id, p) for p in patterns)
+    return frozenset(match).__contains__
+
+
+class _StoreLock:
+    """One writer at a time across the master's processes (workers, ``saltpan key``): an
+    exclusive ``flock`` on ``pki_dir/.keystore.lock``, plus a thread lock (``flock`` does not
+    exclude threads sharing a descriptor).  Makes "count the pending keys, then write one" and
+    "look up, then store" atomic, so concurrent hellos cannot exceed ``max_pending`` nor
+    overwrite each other's pending key."""
+
+    NAME = ".keystore.lock"
+
+    def __init__(self, pki_dir: str) -> None:
+        self.path = os.path.join(pki_dir, self.NAME)
+        self._thread_lock = threading.Lock()
+        self._fd = -1
+        self._pid = -1
+
+    def _descriptor(self) -> int:
+        if self._fd < 0 or self._pid != os.getpid():   # not shared with a forked parent
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            self._pid = os.getpid()
+        return self._fd
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        with self._thread_lock:
+            fd = self._descriptor()
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
 
 
 class FileKeyStore:
@@ -139,6 +185,7 @@ class FileKeyStore:
         self.max_pending = max_pending
         for status in STATUSES:
             ensure_private_dir(os.path.join(self.pki_dir, status))
+        self._lock = _StoreLock(self.pki_dir)
 
     # ------------------------------------------------------------ files
     def _path(self, status: str, minion_id: str) -> str:
@@ -209,8 +256,14 @@ class FileKeyStore:
 
     # ------------------------------------------------------------ auth
     def admit(self, minion_id: str, public_raw: bytes, *, auto_accept: bool = False) -> str:
-        """Record a key presented at auth; return accepted / pending / rejected / denied / pending_full."""
+        """Record a key presented at auth; return accepted / pending / rejected / denied / pending_full.
+        Atomic across the master's processes (the pending cap and "first key wins" hold under
+        concurrent hellos)."""
         check_id(minion_id)
+        with self._lock.held():
+            return self._admit(minion_id, public_raw, auto_accept)
+
+    def _admit(self, minion_id: str, public_raw: bytes, auto_accept: bool) -> str:
         record = self.lookup(minion_id)
         if record is not None and record.status == REJECTED:
             return "rejected"
@@ -234,20 +287,24 @@ class FileKeyStore:
         return "pending"
 
     # ------------------------------------------------------------ operator commands
-    def _match(self, match: str, statuses: tuple[str, ...]) -> dict[str, list[str]]:
-        patterns = _split_match(match)
+    def _match(self, match: KeyMatch, statuses: tuple[str, ...]) -> dict[str, list[str]]:
+        wanted = _matcher(match)
         found: dict[str, list[str]] = {}
         for status in statuses:
-            ids = [i for i in self._ids(status) if any(fnmatch.fnmatchcase(i, p) for p in patterns)]
+            ids = [i for i in self._ids(status) if wanted(i)]
             if ids:
                 found[status] = ids
         return found
 
     def _move(self, matches: dict[str, list[str]], to_status: str) -> dict[str, list[str]]:
+        """Move keys; an unusable key file (``finger`` says why) is left where it is, unmoved."""
         moved: dict[str, list[str]] = {}
         for status, ids in matches.items():
             for minion_id in ids:
-                record = self._read(status, minion_id)
+                try:
+                    record = self._read(status, minion_id)
+                except KeyFileError:
+                    continue
                 if record is None:
                     continue
                 # Write the new state before removing the old: lookup() prefers rejected over
@@ -259,45 +316,52 @@ class FileKeyStore:
                 moved.setdefault(status, []).append(minion_id)
         return moved
 
-    def accept(self, match: str, *, include_rejected: bool = False,
+    def accept(self, match: KeyMatch, *, include_rejected: bool = False,
                include_denied: bool = False) -> dict[str, list[str]]:
         """Accept pending keys matching ``match`` (``*`` for all: ``saltpan key -A``).  Returns the
         ids accepted, by the status they came from."""
         statuses = (PENDING,) + ((REJECTED,) if include_rejected else ()) + ((DENIED,) if include_denied else ())
-        return self._move(self._match(match, statuses), ACCEPTED)
+        with self._lock.held():
+            return self._move(self._match(match, statuses), ACCEPTED)
 
-    def reject(self, match: str, *, include_accepted: bool = False,
+    def reject(self, match: KeyMatch, *, include_accepted: bool = False,
                include_denied: bool = False) -> dict[str, list[str]]:
         """Reject pending keys matching ``match``.  Ids that came from ``minions`` lost their
         accepted key: revoke their sessions and rotate the publish key."""
         statuses = (PENDING,) + ((ACCEPTED,) if include_accepted else ()) + ((DENIED,) if include_denied else ())
-        return self._move(self._match(match, statuses), REJECTED)
+        with self._lock.held():
+            return self._move(self._match(match, statuses), REJECTED)
 
-    def delete(self, match: str) -> dict[str, list[str]]:
+    def delete(self, match: KeyMatch) -> dict[str, list[str]]:
         """Delete every key (any status) matching ``match``; returns what was deleted."""
-        found = self._match(match, STATUSES)
         deleted: dict[str, list[str]] = {}
-        for status, ids in found.items():
-            for minion_id in ids:
-                if self._remove(status, minion_id):
-                    deleted.setdefault(status, []).append(minion_id)
+        with self._lock.held():
+            for status, ids in self._match(match, STATUSES).items():
+                for minion_id in ids:
+                    if self._remove(status, minion_id):
+                        deleted.setdefault(status, []).append(minion_id)
         return deleted
 
-    def _records(self, match: str) -> dict[str, list[KeyRecord]]:
-        out: dict[str, list[KeyRecord]] = {}
+    def _describe(self, match: KeyMatch, show: Callable[[KeyRecord], str]) -> dict[str, dict[str, str]]:
+        """``{status: {id: show(record)}}``; an unusable key file (corrupt, small-order key, a
+        symlink) is shown as ``unusable key file: <why>`` so that it can still be listed and
+        deleted."""
+        out: dict[str, dict[str, str]] = {}
         for status, ids in self._match(match, STATUSES).items():
             for minion_id in ids:
-                record = self._read(status, minion_id)
+                try:
+                    record = self._read(status, minion_id)
+                except KeyFileError as exc:
+                    out.setdefault(status, {})[minion_id] = f"unusable key file: {exc}"
+                    continue
                 if record is not None:
-                    out.setdefault(status, []).append(record)
+                    out.setdefault(status, {})[minion_id] = show(record)
         return out
 
-    def finger(self, match: str) -> dict[str, dict[str, str]]:
+    def finger(self, match: KeyMatch) -> dict[str, dict[str, str]]:
         """``{status: {id: "ab:cd:..."}}`` for keys matching ``match`` (``saltpan key -f``)."""
-        return {status: {r.minion_id: r.fingerprint for r in records}
-                for status, records in self._records(match).items()}
+        return self._describe(match, lambda r: r.fingerprint)
 
-    def print_keys(self, match: str) -> dict[str, dict[str, str]]:
+    def print_keys(self, match: KeyMatch) -> dict[str, dict[str, str]]:
         """``{status: {id: PEM text}}`` for keys matching ``match`` (``saltpan key -p``)."""
-        return {status: {r.minion_id: public_to_pem(r.public_raw).decode() for r in records}
-                for status, records in self._records(match).items()}
+        return self._describe(match, lambda r: public_to_pem(r.public_raw).decode())

@@ -8,7 +8,7 @@ from typing import Any
 
 from runtime import pipeline
 from runtime.config import option
-from runtime.master.datacache import SQLiteDataCache
+from runtime.master.datacache import DataTooLarge, SQLiteDataCache
 from runtime.ratelog import RateLimitedLog
 
 log = logging.getLogger("saltpan.master.pillar")
@@ -42,5 +42,9 @@ class PillarService:
             self.errors_log.error(f"{minion_id}:{err.file}:{err.line}:{err.kind}", "pillar for minion %s: %s",
                                   minion_id, err)
         pillar = result.pillar
-        self.data.store(minion_id, "pillar", pillar)
+        try:
+            self.data.store(minion_id, "pillar", pillar)
+        except DataTooLarge as exc:   # sent to the minion all the same; only the cache goes without
+            self.errors_log.warning(f"{minion_id}:too_large", "pillar for minion %s not cached: %s", minion_id,
+                                    exc.message)
         return pillar

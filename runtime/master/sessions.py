@@ -5,7 +5,9 @@ Why SQLite: its write lock is shared by processes, so "check the window and reco
 is one ``BEGIN IMMEDIATE`` transaction that two workers can never both win — a request delivered
 to two workers at once is processed once.  WAL mode lets readers proceed during writes; the file
 is 0600 in the 0700 sock_dir; ``synchronous=NORMAL`` because this is runtime state that the
-master rebuilds on restart (:meth:`SQLiteSessionStore.reset`).
+master rebuilds on restart (:meth:`SQLiteSessionStore.reset`); what must survive a restart (the
+claimed nonces) is also covered by the start time when it does not (a crash losing the last
+transactions, a tmpfs sock_dir after a reboot).
 
 Atomic operations the security argument relies on:
 
@@ -14,6 +16,8 @@ Atomic operations the security argument relies on:
 - :meth:`revoke`: drop a minion's sessions and start a new publish epoch together, so a request
   admitted before the revocation can only ever see the old key, and none after it.
 - :meth:`publish_key_for`: the current publish key, only for a session that still exists.
+- :meth:`reset` (master start): sessions forgotten, claimed nonces kept until they expire, the
+  start time recorded for :meth:`started_ms` (replays across a restart).
 
 The ``SessionStore`` Protocol is what the daemons use; a PostgreSQL backend for several masters
 implements the same methods.
@@ -48,6 +52,9 @@ CREATE INDEX IF NOT EXISTS sessions_by_minion ON sessions (minion_id, created);
 CREATE TABLE IF NOT EXISTS nonces (
     scope TEXT NOT NULL, nonce BLOB NOT NULL, expires INTEGER NOT NULL, PRIMARY KEY (scope, nonce)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS master_runs (
+    started INTEGER NOT NULL
+);
 CREATE TABLE IF NOT EXISTS publish_keys (
     epoch INTEGER PRIMARY KEY, key BLOB NOT NULL, created INTEGER NOT NULL, serial INTEGER NOT NULL,
     reason TEXT NOT NULL
@@ -72,6 +79,7 @@ class SessionStore(Protocol):
     def rotate_if_older(self, max_age_ms: int, now: int | None = None) -> PublishKey | None: ...
     def revoke(self, minion_id: str, reason: str = "revoked", now: int | None = None) -> PublishKey: ...
     def reset(self, now: int | None = None) -> PublishKey: ...
+    def started_ms(self) -> int: ...
 
 
 class SQLiteSessionStore:
@@ -92,6 +100,7 @@ class SQLiteSessionStore:
         self._conn: sqlite3.Connection | None = None
         self._pid = -1
         self._claims = 0
+        self._started: int | None = None
         with self._tx():
             pass
 
@@ -245,11 +254,26 @@ class SQLiteSessionStore:
             return self._new_epoch(conn, f"{reason}: {minion_id}", now_ms() if now is None else now)
 
     def reset(self, now: int | None = None) -> PublishKey:
-        """Master start: forget every session and nonce, begin a new publish epoch."""
+        """Master start: forget every session, begin a new publish epoch, and record the start
+        time (:meth:`started_ms`).  Claimed nonces are kept until they expire: a hello or client
+        proof captured before the restart stays refused as a replay after it."""
+        current = now_ms() if now is None else now
         with self._tx() as conn:
             conn.execute("DELETE FROM sessions")
-            conn.execute("DELETE FROM nonces")
-            return self._new_epoch(conn, "master start", now_ms() if now is None else now)
+            conn.execute("DELETE FROM nonces WHERE expires < ?", (current,))
+            conn.execute("DELETE FROM master_runs")
+            conn.execute("INSERT INTO master_runs (started) VALUES (?)", (current,))
+            self._started = current
+            return self._new_epoch(conn, "master start", current)
+
+    def started_ms(self) -> int:
+        """When the running master started (ms, its clock), 0 if :meth:`reset` never ran.  Hellos
+        and client proofs made before it belong to an earlier run and are refused."""
+        if self._started is None:
+            with self._tx(write=False) as conn:
+                row = conn.execute("SELECT MAX(started) FROM master_runs").fetchone()
+            self._started = int(row[0] or 0)
+        return self._started
 
     # ------------------------------------------------------------ one-shot nonces
     def claim_nonce(self, scope: str, nonce: bytes, expires_ms: int) -> bool:

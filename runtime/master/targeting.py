@@ -3,7 +3,9 @@
 The same matchers as the compiler and the minions (compiler.match).  Grain and
 pillar expressions are matched against the minion data cache; a minion with no
 cached data yet is included (it decides for itself when the job arrives), as
-Salt's greedy matching does.
+Salt's greedy matching does.  Glob, pcre and list targets are decided by the id
+alone and never look at the data; grain targets never look at the pillars (pass
+lazy mappings, ``SQLiteDataCache.view``, and what is not needed is not read).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from compiler import match
 TGT_TYPES = ("glob", "pcre", "list", "grain", "grain_pcre", "pillar", "pillar_pcre", "pillar_exact", "ipcidr",
              "compound", "nodegroup")
 _NEEDS_DATA = {"grain", "grain_pcre", "pillar", "pillar_pcre", "pillar_exact", "ipcidr", "compound", "nodegroup"}
+_NEEDS_PILLAR = {"pillar", "pillar_pcre", "pillar_exact", "compound", "nodegroup"}
 
 
 def expected_minions(tgt: Any, tgt_type: str, accepted: Iterable[str], grains: Mapping[str, Any],
@@ -25,10 +28,11 @@ def expected_minions(tgt: Any, tgt_type: str, accepted: Iterable[str], grains: M
         raise match.MatchError(f"unknown target type {tgt_type!r} (known: {', '.join(TGT_TYPES)})")
     groups = nodegroups or {}
     out = []
+    needs_data, needs_pillar = tgt_type in _NEEDS_DATA, tgt_type in _NEEDS_PILLAR
     for minion_id in sorted(set(accepted)):
-        minion_grains = grains.get(minion_id)
-        minion_pillar = pillars.get(minion_id)
-        if tgt_type in _NEEDS_DATA and minion_grains is None:
+        minion_grains = grains.get(minion_id) if needs_data else None
+        minion_pillar = pillars.get(minion_id) if needs_pillar else None
+        if needs_data and minion_grains is None:
             if tgt_type in ("compound", "nodegroup") and _id_only_miss(tgt, tgt_type, minion_id, groups):
                 continue
             out.append(minion_id)

@@ -26,6 +26,7 @@ import zmq
 from runtime import codec, protocol, transport
 from runtime.crypt.errors import CryptoError
 from runtime.crypt.identity import Identity
+from runtime.master.datacache import DataTooLarge
 from runtime.master.fileserver import FileServerError
 from runtime.master.handlers import HANDLER_CLASSES, Handler, Refused, WorkerContext, handler_table
 
@@ -109,7 +110,7 @@ class Worker:
                 self.refusals.warning(f"aes:{cmd}:{exc.reason}", "refused %s from minion %s (%s): %s", cmd,
                                       minion_id, exc.reason, exc.message)
             reply = codec.error_load(exc.reason, exc.message)
-        except (Refused, FileServerError) as exc:
+        except (Refused, FileServerError, DataTooLarge) as exc:
             self.refusals.warning(f"aes:{cmd}:{exc.reason}", "refused %s from minion %s (%s): %s", cmd, minion_id,
                                   exc.reason, exc.message)
             reply = codec.error_load(exc.reason, exc.message)

@@ -86,8 +86,7 @@ class Minion:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.events: asyncio.Queue[LocalEvent] | None = None
         self.pending_returns: deque[protocol.JobReturn] = deque(maxlen=MAX_PENDING_RETURNS)
-        self.backoff = Backoff(option(opts, "recon_default", float), option(opts, "recon_max", float),
-                               option(opts, "recon_randomize", bool))
+        self.backoff = Backoff.from_opts(opts)  # Salt's recon_* keys, in milliseconds
         self.refusals = RateLimitedLog(log, option(opts, "refusal_log_interval", float))
         self.started = False
         self.abandoned: list[dict[str, Any]] = []
@@ -395,7 +394,11 @@ class Minion:
         from runtime import pipeline
 
         if self._local_pillar_compiler is None:
-            self._local_pillar_compiler = pipeline.pillar_compiler(self.opts)
+            from runtime.modules import ModuleEnv, live_functions
+
+            # masterless: pillar templates call execution functions for real on this minion, as in Salt
+            env = ModuleEnv(opts=self.opts, grains=self.grains, pillar={}, state_source=self.state_source())
+            self._local_pillar_compiler = pipeline.pillar_compiler(self.opts, functions=live_functions(env))
         return self._local_pillar_compiler.compile(self.id, self.grains).pillar
 
     def fresh_pillar(self) -> tuple[dict[str, Any], list]:

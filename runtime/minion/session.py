@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -46,6 +47,13 @@ class Backoff:
     maximum: float
     randomize: bool = True
     value: float = 0.0
+
+    @classmethod
+    def from_opts(cls, opts: Mapping[str, Any]) -> Backoff:
+        """From Salt's keys: recon_default and recon_max are milliseconds (Salt's defaults 1000 and
+        10000), recon_randomize a boolean."""
+        return cls(option(opts, "recon_default", float) / 1000.0, option(opts, "recon_max", float) / 1000.0,
+                   option(opts, "recon_randomize", bool))
 
     def failed(self) -> float:
         self.value = min(self.initial + 2 * self.value, self.maximum)

@@ -1,24 +1,42 @@
-"""Execution modules for masterless use and for minions.
+"""Execution modules: the ONE registry of execution functions.
 
-Each module ``runtime/modules/<name>.py`` exposes plain functions
-``fun(env: ModuleEnv, *args, **kwargs)``; ``__all__`` lists the public ones.
-``call`` dispatches ``"mod.fun"`` with Salt-style arguments, ``lookup`` finds
-one function, ``list_functions`` enumerates them (for ``sys.list_functions``).
+Each module ``runtime/modules/<name>_mod.py`` exposes plain functions
+``fun(env: ModuleEnv, *args, **kwargs)``, each declared with a decorator of
+``runtime.modules.registry`` (``@pure``, ``@reads_host``, ``@runs_command``,
+``@job``) that says what it needs; the decorated functions are the module's
+public functions.  Everything that calls execution functions goes through here:
+
+* ``call`` / ``lookup`` / ``list_functions``: ``saltpan call``, jobs on a minion,
+  ``sys.list_functions``;
+* ``function_table``: the functions state modules and the executor call;
+* ``live_functions`` / ``offline_functions``: the ``salt`` table templates see,
+  handed to the compiler as a factory (compiler/salt_functions.py).  Live (a
+  minion, ``call --local``): every function but jobs runs.  Offline (``saltpan
+  compile``, the master's pillar): pure functions run; functions that read the
+  host or run commands never touch the compiling machine and answer what Salt
+  answers on a host where the thing is absent, each call noted in an
+  ``OfflineReport`` (``compile --strict`` prints them with file:line).
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
+
+from runtime.modules.registry import Access, declared
 
 if TYPE_CHECKING:
     from compiler.roots import FileSource
+    from compiler.salt_functions import FunctionMap, FunctionsFactory
     from runtime.minion.jobs import JobRegistry
 
-MODULES = ("test", "cmd", "grains", "pillar", "state", "saltutil", "sys", "file")
+MODULES = ("alternatives", "cmd", "config", "cp", "defaults", "dnsutil", "environ", "file", "git", "grains",
+           "group", "log", "match", "mine", "network", "pillar", "pkg", "saltutil", "slsutil", "state", "status",
+           "sys", "test", "user")
 
 
 class CommandError(Exception):
@@ -38,7 +56,7 @@ class PillarRefresh(Protocol):
 
 @dataclass
 class ModuleEnv:
-    """What execution module functions may use on this minion (or masterless host)."""
+    """What execution module functions may use on this minion (or masterless host, or offline compile)."""
 
     opts: dict[str, Any]
     grains: dict[str, Any]
@@ -49,8 +67,10 @@ class ModuleEnv:
     refresh_pillar: PillarRefresh | None = None
     # read the grains again (saltutil.refresh_grains): True once done
     refresh_grains: Callable[[], bool] | None = None
-    # the state tree this host compiles highstates from
+    # the state tree this host compiles highstates from (cp.list_*, slsutil.file_exists)
     state_source: FileSource | None = None
+    # the pillar tree (pillar.file_exists), when this host has one
+    pillar_source: FileSource | None = None
     # fire an event on the local bus / to the master: True when it was handed over
     fire_event: Callable[[str, Mapping[str, Any]], bool] | None = None
     jid: str | None = None
@@ -62,28 +82,71 @@ class ModuleEnv:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def lookup(name: str) -> Callable[..., Any]:
+@dataclass(frozen=True)
+class Function:
+    """One execution function of the registry."""
+
+    name: str
+    func: Callable[..., Any]
+    access: Access
+    absent: Callable[..., Any] | None  # offline: Salt's answer where the thing is absent
+
+    @property
+    def doc(self) -> str:
+        return inspect.getdoc(self.func) or ""
+
+
+@functools.cache
+def _module_functions(mod: str) -> dict[str, Function]:
+    module = importlib.import_module(f"runtime.modules.{mod}_mod")
+    out: dict[str, Function] = {}
+    for attr, value in vars(module).items():
+        decl = declared(value)
+        if decl is None or getattr(value, "__module__", None) != module.__name__:
+            continue
+        name = f"{mod}.{decl.name or attr}"
+        out[name] = Function(name, value, decl.access, decl.absent)
+    return out
+
+
+@functools.cache
+def registry() -> dict[str, Function]:
+    """Every execution function by name ('mod.fun')."""
+    out: dict[str, Function] = {}
+    for mod in MODULES:
+        out.update(_module_functions(mod))
+    return out
+
+
+def function(name: str) -> Function:
     """The function 'mod.fun', or FunctionNotFound with a clear message."""
     if not isinstance(name, str) or name.count(".") != 1:
         raise FunctionNotFound(f"'{name}' is not a function name of the form module.function")
     mod, fun = name.split(".")
-    if mod not in MODULES or fun.startswith("_"):
-        raise FunctionNotFound(f"'{name}' is not available")
-    module = importlib.import_module(f"runtime.modules.{mod}_mod")
-    exported = getattr(module, "__all__", ())
-    func = getattr(module, fun, None)
-    if fun not in exported or not callable(func):
-        raise FunctionNotFound(f"'{name}' is not available")
-    return func
+    if mod not in MODULES:
+        raise FunctionNotFound(f"'{name}' is not available: saltpan has no execution module '{mod}'")
+    found = _module_functions(mod).get(name) if not fun.startswith("_") else None
+    if found is None:
+        known = ", ".join(sorted(n.split(".", 1)[1] for n in _module_functions(mod)))
+        raise FunctionNotFound(f"'{name}' is not available: module '{mod}' has {known}")
+    return found
+
+
+def lookup(name: str) -> Callable[..., Any]:
+    return function(name).func
+
+
+def check_arguments(func: Callable[..., Any], name: str, env: Any, args: Any, kwargs: Mapping[str, Any]) -> None:
+    try:
+        inspect.signature(func).bind(env, *args, **kwargs)
+    except TypeError as exc:
+        raise CommandError(f"Passed invalid arguments to {name}: {exc}\n\nUsage:\n{doc_of(func)}") from None
 
 
 def call(env: ModuleEnv, name: str, args: list | tuple = (), kwargs: Mapping[str, Any] | None = None) -> Any:
     func = lookup(name)
     kwargs = dict(kwargs or {})
-    try:
-        inspect.signature(func).bind(env, *args, **kwargs)
-    except TypeError as exc:
-        raise CommandError(f"Passed invalid arguments to {name}: {exc}\n\nUsage:\n{doc_of(func)}") from None
+    check_arguments(func, name, env, args, kwargs)
     return func(env, *args, **kwargs)
 
 
@@ -92,20 +155,15 @@ def doc_of(func: Callable[..., Any]) -> str:
 
 
 def list_functions() -> list[str]:
-    out: list[str] = []
-    for mod in MODULES:
-        module = importlib.import_module(f"runtime.modules.{mod}_mod")
-        out.extend(f"{mod}.{fun}" for fun in getattr(module, "__all__", ()))
-    return sorted(out)
+    return sorted(registry())
 
 
-def function_table(env: ModuleEnv, exclude_prefixes: tuple[str, ...] = ("state.", "saltutil.")) -> dict[str, Any]:
-    """Every execution function bound to env, as the ``salt`` table state templates see when they
-    are rendered on a minion (Salt formulas call salt['cmd.run'], salt['file.file_exists'] ...).
-    Functions that would recurse into a state run or change the minion are left out."""
+def function_table(env: ModuleEnv) -> dict[str, Any]:
+    """Every execution function but jobs, bound to env: what state modules and the executor call
+    (module.run, onlyif/unless with a function) on this host."""
     table: dict[str, Any] = {}
-    for name in list_functions():
-        if name.startswith(exclude_prefixes):
+    for name, fn in registry().items():
+        if fn.access is Access.JOB:
             continue
 
         def bound(*args: Any, _name: str = name, **kwargs: Any) -> Any:
@@ -113,3 +171,149 @@ def function_table(env: ModuleEnv, exclude_prefixes: tuple[str, ...] = ("state."
 
         table[name] = bound
     return table
+
+
+# -- the `salt` table of templates ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OfflineCall:
+    """A function that would have read the host (or run a command), answered offline."""
+
+    function: str
+    file: str | None
+    line: int | None
+    returned: Any
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}: " if self.file and self.line else (f"{self.file}: " if self.file else "")
+        return (f"{where}salt['{self.function}'] reads the minion's host; compiled offline it returned "
+                f"{self.returned!r}, what Salt returns where the thing is absent")
+
+
+@dataclass
+class OfflineReport:
+    """The offline answers given during compiles (printed by `saltpan compile --strict`)."""
+
+    calls: list[OfflineCall] = field(default_factory=list)
+
+    def add(self, call: OfflineCall) -> None:
+        if call not in self.calls:
+            self.calls.append(call)
+
+
+class TemplateFunctions:
+    """The execution functions one render may call (compiler.salt_functions.FunctionMap)."""
+
+    def __init__(self, env: ModuleEnv, offline: bool, report: OfflineReport | None = None,
+                 read_host: bool = False):
+        self.env = env
+        self.offline = offline
+        self.report = report
+        # offline, but compiling for this very host (a masterless minion's own config): functions that
+        # only read the host read it, as salt-call --local does; commands still never run
+        self.read_host = read_host
+        self._bound: dict[str, Callable[..., Any]] = {}
+
+    def _answers_offline(self, fn: Function) -> bool:
+        if not self.offline or fn.access is Access.PURE:
+            return False
+        return not (self.read_host and fn.access is Access.HOST)
+
+    def _callable(self, fn: Function) -> bool:
+        if fn.access is Access.JOB:
+            return False
+        if self._answers_offline(fn):
+            return fn.absent is not None
+        return True
+
+    def __getitem__(self, name: str) -> Callable[..., Any]:
+        found = self._bound.get(name)
+        if found is not None:
+            return found
+        fn = registry().get(name) if isinstance(name, str) else None
+        if fn is None or not self._callable(fn):
+            raise KeyError(name)
+        bound = self._offline(fn) if self._answers_offline(fn) else self._live(fn)
+        self._bound[name] = bound
+        return bound
+
+    def _live(self, fn: Function) -> Callable[..., Any]:
+        env, func = self.env, fn.func
+
+        def run(*args: Any, **kwargs: Any) -> Any:
+            return func(env, *args, **kwargs)
+
+        run.__name__ = fn.name
+        run.__doc__ = fn.doc
+        return run
+
+    def _offline(self, fn: Function) -> Callable[..., Any]:
+        from compiler.render import template_location
+
+        env, absent, report = self.env, fn.absent, self.report
+        assert absent is not None
+
+        def answer(*args: Any, **kwargs: Any) -> Any:
+            check_arguments(fn.func, fn.name, env, args, kwargs)
+            value = absent(env, *args, **kwargs)
+            if report is not None:
+                file, line = template_location()
+                report.add(OfflineCall(fn.name, file, line, value))
+            return value
+
+        answer.__name__ = fn.name
+        answer.__doc__ = fn.doc
+        return answer
+
+    def __contains__(self, name: object) -> bool:
+        fn = registry().get(name) if isinstance(name, str) else None
+        return fn is not None and self._callable(fn)
+
+    def __iter__(self) -> Iterator[str]:
+        return (name for name, fn in registry().items() if self._callable(fn))
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def modules(self) -> set[str]:
+        return {name.split(".", 1)[0] for name in self}
+
+    def missing_reason(self, name: str) -> str:
+        fn = registry().get(name)
+        if fn is None:
+            mod = name.split(".", 1)[0]
+            if mod in MODULES:
+                known = sorted(n.split(".", 1)[1] for n in _module_functions(mod))
+                return f"saltpan's module '{mod}' has no function '{name}' (it has: {', '.join(known)})"
+            return f"saltpan has no execution module '{mod}'"
+        if fn.access is Access.JOB:
+            return f"'{name}' {Access.JOB.value} and cannot be called from a template"
+        return (f"'{name}' {fn.access.value}: saltpan compile never does that on the compiling machine "
+                "(it runs on the minion, in `saltpan call --local` and in state runs)")
+
+
+def offline_functions(file_roots: FileSource | None = None, pillar_roots: FileSource | None = None,
+                      report: OfflineReport | None = None, read_host: bool = False) -> FunctionsFactory:
+    """The template table of an offline compile (``saltpan compile``, the master's pillar).
+
+    read_host: the compile is for this very host (``saltpan compile`` with a masterless minion's own
+    config): functions that read the host read it; commands still never run."""
+
+    def make(minion_id: str, grains: Mapping[str, Any], pillar: Mapping[str, Any],
+             opts: Mapping[str, Any]) -> FunctionMap:
+        env = ModuleEnv(opts=opts, grains=grains, pillar=pillar,  # type: ignore[arg-type]
+                        state_source=file_roots, pillar_source=pillar_roots)
+        return TemplateFunctions(env, offline=True, report=report, read_host=read_host)
+
+    return make
+
+
+def live_functions(env: ModuleEnv) -> FunctionsFactory:
+    """The template table of a render on this host (a minion, ``saltpan call --local``)."""
+
+    def make(minion_id: str, grains: Mapping[str, Any], pillar: Mapping[str, Any],
+             opts: Mapping[str, Any]) -> FunctionMap:
+        return TemplateFunctions(replace(env, grains=grains, pillar=pillar), offline=False)  # type: ignore[arg-type]
+
+    return make

@@ -1,53 +1,100 @@
-"""cmd: run, run_all, retcode, shell (commands on this host)."""
+"""cmd: run commands on this host (run, shell, run_all, run_stdout, retcode) and find programs (which,
+has_exec).
+
+Offline (saltpan compile, the master's pillar) nothing runs: a command answers as one whose program
+is not installed (no output, exit status 127) and which/has_exec find nothing.
+"""
 
 from __future__ import annotations
 
 import shlex
+import shutil
 from typing import TYPE_CHECKING, Any
 
 from runtime import cmdrun
+from runtime.modules.registry import constant, reads_host, runs_command
 
 if TYPE_CHECKING:
     from runtime.modules import ModuleEnv
 
-__all__ = ["run", "run_all", "retcode", "shell", "run_stdout"]
+# The first parameter is `menv` (the ModuleEnv), not `env`: Salt's cmd functions take an `env`
+# keyword (environment variables for the command).
+
+_NOT_RUN = {"pid": 0, "retcode": 127, "stdout": "", "stderr": ""}
 
 
-def run_all(env: ModuleEnv, cmd: str, cwd: str | None = None, runas: str | None = None, shell: str | None = None,
-            env_vars: dict | None = None, timeout: float | None = None, python_shell: bool = True,
-            stdin: str | None = None, **kwargs: Any) -> dict[str, Any]:
+@runs_command(absent=constant(_NOT_RUN))
+def run_all(menv: ModuleEnv, cmd: Any, cwd: str | None = None, runas: str | None = None, shell: str | None = None,
+            env: Any = None, timeout: float | None = None, python_shell: Any = None, stdin: str | None = None,
+            **kwargs: Any) -> dict[str, Any]:
     """Run cmd; return {pid, retcode, stdout, stderr}."""
-    extra_env = kwargs.get("env") if isinstance(kwargs.get("env"), (dict, list)) else env_vars
+    if python_shell is None:
+        python_shell = True  # Salt's default for calls from the command line and jobs
+    argv = shlex.split(cmd) if isinstance(cmd, str) and not python_shell else cmd
+    extra_env = env if isinstance(env, (dict, list)) else kwargs.get("env_vars")
     try:
-        res = cmdrun.run(cmd if python_shell else shlex.split(cmd), cwd=cwd, runas=runas, shell=shell, env=extra_env,
-                         timeout=timeout, stdin=stdin, umask=kwargs.get("umask"), grains=env.grains)
+        res = cmdrun.run(argv, cwd=cwd, runas=runas, shell=shell, env=extra_env, timeout=timeout, stdin=stdin,
+                         umask=kwargs.get("umask"), grains=menv.grains)
     except cmdrun.CommandError as exc:
         from runtime.modules import CommandError
 
         raise CommandError(str(exc)) from None
-    env.retcode = res.retcode
+    menv.retcode = res.retcode
     return {"pid": res.pid, "retcode": res.retcode, "stdout": res.stdout, "stderr": res.stderr}
 
 
-def run(env: ModuleEnv, cmd: str, **kwargs: Any) -> str:
+@runs_command(absent=constant(""))
+def run(menv: ModuleEnv, cmd: Any, **kwargs: Any) -> str:
     """Run cmd; return stdout and stderr combined (as Salt's cmd.run)."""
-    res = run_all(env, cmd, **kwargs)
+    res = run_all(menv, cmd, **kwargs)
     out = res["stdout"]
     if res["stderr"]:
         out = f"{out}\n{res['stderr']}" if out else res["stderr"]
     return out
 
 
-def run_stdout(env: ModuleEnv, cmd: str, **kwargs: Any) -> str:
+@runs_command(absent=constant(""))
+def run_stdout(menv: ModuleEnv, cmd: Any, **kwargs: Any) -> str:
     """Run cmd; return stdout only."""
-    return run_all(env, cmd, **kwargs)["stdout"]
+    return run_all(menv, cmd, **kwargs)["stdout"]
 
 
-def shell(env: ModuleEnv, cmd: str, **kwargs: Any) -> str:
+@runs_command(absent=constant(""))
+def run_stderr(menv: ModuleEnv, cmd: Any, **kwargs: Any) -> str:
+    """Run cmd; return stderr only."""
+    return run_all(menv, cmd, **kwargs)["stderr"]
+
+
+@runs_command(absent=constant(""))
+def shell(menv: ModuleEnv, cmd: Any, **kwargs: Any) -> str:
     """Like run, always through the shell."""
-    return run(env, cmd, python_shell=True, **kwargs)
+    kwargs["python_shell"] = True
+    return run(menv, cmd, **kwargs)
 
 
-def retcode(env: ModuleEnv, cmd: str, **kwargs: Any) -> int:
+@runs_command(absent=constant(127))
+def retcode(menv: ModuleEnv, cmd: Any, **kwargs: Any) -> int:
     """Run cmd; return its exit status."""
-    return run_all(env, cmd, **kwargs)["retcode"]
+    return run_all(menv, cmd, **kwargs)["retcode"]
+
+
+@reads_host(absent=constant(None))
+def which(menv: ModuleEnv, cmd: str) -> str | None:
+    """The full path of a program on PATH, or None."""
+    return shutil.which(cmd)
+
+
+@reads_host(absent=constant(None))
+def which_bin(menv: ModuleEnv, cmds: list[str]) -> str | None:
+    """The full path of the first of cmds found on PATH, or None."""
+    for cmd in cmds:
+        found = shutil.which(cmd)
+        if found:
+            return found
+    return None
+
+
+@reads_host(absent=constant(False))
+def has_exec(menv: ModuleEnv, cmd: str) -> bool:
+    """True when the program is on PATH."""
+    return shutil.which(cmd) is not None

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from runtime.modules.registry import job
+
 if TYPE_CHECKING:
     from runtime.modules import ModuleEnv
 
-__all__ = ["refresh_pillar", "refresh_grains", "running", "find_job", "kill_job", "sync_all"]
 
-
+@job
 def refresh_pillar(env: ModuleEnv, wait: bool = True, timeout: float | None = None, clean_cache: bool = True) -> bool:
     """Replace the in-memory pillar with a freshly compiled one (fires pillar_refresh on the local bus).
 
@@ -29,6 +30,7 @@ def refresh_pillar(env: ModuleEnv, wait: bool = True, timeout: float | None = No
 _refresh_pillar = refresh_pillar  # refresh_grains' keyword argument shadows the name
 
 
+@job
 def refresh_grains(env: ModuleEnv, refresh_pillar: bool = True, clean_pillar_cache: bool = False) -> bool:
     """Re-read grains (and send them to the master on a minion), then refresh the pillar as well
     (it may depend on grains) unless refresh_pillar=False."""
@@ -45,21 +47,25 @@ def _truthy(value: Any) -> bool:
     return bool(value)
 
 
+@job
 def running(env: ModuleEnv) -> list[dict[str, Any]]:
     """Jobs running on this minion."""
     return env.jobs.running() if env.jobs is not None else []
 
 
+@job
 def find_job(env: ModuleEnv, jid: str) -> dict[str, Any]:
     """The running job with this jid, or {}."""
     return env.jobs.find(str(jid)) if env.jobs is not None else {}
 
 
+@job
 def kill_job(env: ModuleEnv, jid: str) -> str | None:
     """Stop the running job with this jid."""
     return env.jobs.kill(str(jid)) if env.jobs is not None else None
 
 
+@job
 def sync_all(env: ModuleEnv, *args: Any, **kwargs: Any) -> dict[str, list]:
     """Nothing to sync in saltpan (custom modules are read from extension_modules directly)."""
     return {}

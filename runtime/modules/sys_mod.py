@@ -6,13 +6,13 @@ import fnmatch
 from typing import TYPE_CHECKING
 
 from runtime import modules
+from runtime.modules.registry import pure
 
 if TYPE_CHECKING:
     from runtime.modules import ModuleEnv
 
-__all__ = ["list_functions", "list_modules", "doc"]
 
-
+@pure
 def list_functions(env: ModuleEnv, *patterns: str) -> list[str]:
     """Function names, optionally filtered by globs or module names."""
     names = modules.list_functions()
@@ -27,11 +27,13 @@ def list_functions(env: ModuleEnv, *patterns: str) -> list[str]:
     return out
 
 
+@pure
 def list_modules(env: ModuleEnv) -> list[str]:
     """Module names."""
     return sorted(modules.MODULES)
 
 
+@pure
 def doc(env: ModuleEnv, *names: str) -> dict[str, str]:
     """Docstrings of functions (all, or the names / modules given)."""
     out = {}

@@ -5,29 +5,33 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
+from runtime.modules.registry import constant, job, pure, runs_command
+
 if TYPE_CHECKING:
     from runtime.modules import ModuleEnv
-
-__all__ = ["ping", "echo", "version", "versions", "sleep", "arg", "true", "false", "kwarg", "retcode"]
 
 VERSION = "0.1.0"
 
 
+@pure
 def ping(env: ModuleEnv) -> bool:
     """Return True: the minion is up and answering."""
     return True
 
 
+@pure
 def echo(env: ModuleEnv, text: Any) -> Any:
     """Return the text given."""
     return text
 
 
+@pure
 def version(env: ModuleEnv) -> str:
     """The saltpan version."""
     return VERSION
 
 
+@pure
 def versions(env: ModuleEnv) -> dict[str, Any]:
     """Versions of saltpan and its core dependencies."""
     import platform
@@ -42,32 +46,38 @@ def versions(env: ModuleEnv) -> dict[str, Any]:
     return out
 
 
+@runs_command(absent=constant(True))
 def sleep(env: ModuleEnv, length: float | str = 1) -> bool:
     """Sleep `length` seconds, then return True."""
     time.sleep(float(length))
     return True
 
 
+@pure
 def arg(env: ModuleEnv, *args: Any, **kwargs: Any) -> dict[str, Any]:
     """Return the arguments and keyword arguments passed."""
     return {"args": list(args), "kwargs": {k: v for k, v in kwargs.items() if not k.startswith("__")}}
 
 
+@pure
 def kwarg(env: ModuleEnv, **kwargs: Any) -> dict[str, Any]:
     """Return the keyword arguments passed."""
     return {k: v for k, v in kwargs.items() if not k.startswith("__")}
 
 
+@pure
 def true(env: ModuleEnv) -> bool:
     """Return True."""
     return True
 
 
+@pure
 def false(env: ModuleEnv) -> bool:
     """Return False."""
     return False
 
 
+@job
 def retcode(env: ModuleEnv, code: int = 42) -> bool:
     """Set the job's exit status to `code` and return True (checks the retcode path, as Salt's)."""
     env.retcode = int(code)

@@ -221,7 +221,10 @@ class ServeFile(SessionRequest[FileChunk]):
 
     COMMAND: ClassVar[str] = "_serve_file"
     REPLY: ClassVar[type[Reply]] = FileChunk
-    NOTES: ClassVar[str] = "the same path rules as `_file_find`; `loc` must be an offset within the file (`bad_path`)"
+    NOTES: ClassVar[str] = ("the same path rules as `_file_find`; `loc` must be an offset within the file (`bad_path`); "
+                            "each request opens its file once, component by component from its root without letting "
+                            "the kernel follow a symlink (`compiler/beneath.py`), and reads chunk, hash, size and mode "
+                            "from that descriptor, so a symlink swapped mid-request cannot serve a file from outside")
 
     path: str
     saltenv: str | None

@@ -177,7 +177,9 @@ class GrainsUpload(SessionRequest[Ok]):
 
     COMMAND: ClassVar[str] = "_grains"
     REPLY: ClassVar[type[Reply]] = Ok
-    NOTES: ClassVar[str] = "stored in the minion data cache with `id` forced to the session's"
+    NOTES: ClassVar[str] = ("stored in the minion data cache with `id` forced to the session's; over "
+                            "`max_minion_data_size` bytes of JSON refused `too_large` and the stale copy dropped (so "
+                            "are grains attached to `_pillar`)")
 
     grains: dict[str, Any]
 
@@ -223,7 +225,8 @@ class MinionEvents(SessionRequest[EventsReply]):
                             "and a map `data` is skipped; fired on the master bus with `data[\"id\"]` set from the "
                             "session; never turned into jobs or master actions (class 3): the master's own prefixes "
                             "(`salt/job/`, `salt/auth`, `salt/key`, `salt/presence/`, `salt/run/`, `salt/wheel/`) "
-                            "are refused; `fired` counts the events put on the bus")
+                            "are refused; data over `max_event_size` trimmed as Salt trims it (`\"VALUE_TRIMMED\"`), "
+                            "dropped if still too large; `fired` counts the events put on the bus")
 
     events: tuple[MinionEvent, ...]
     skipped: int = dataclasses.field(default=0, metadata=LOCAL)   # malformed events left out

@@ -1,4 +1,4 @@
-"""State modules: ``file``, ``cmd``, ``test``, ``pkg``, ``service``, ``user``, ``group``.
+"""State modules (the list and what is known about each: ``runtime/states/registry.py``).
 
 Interface (what the executor relies on)
 ---------------------------------------
@@ -19,17 +19,18 @@ Salt's result shape::
   stripped by the executor; functions still accept ``**kwargs`` and ignore
   what they do not know.
 
-``FUNCTIONS`` maps ``"mod.fun"`` to the callable; ``lookup`` imports modules lazily.
+``lookup``/``resolve`` (from the registry) find a function, importing its module lazily.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-MODULES = ("file", "cmd", "test", "pkg", "service", "user", "group")
+from runtime.states.registry import REGISTRY, Missing, StateFunction, has_mod_watch, lookup, resolve
+
+__all__ = ["REGISTRY", "Missing", "StateContext", "StateFunction", "has_mod_watch", "lookup", "resolve"]
 
 
 @dataclass
@@ -44,10 +45,15 @@ class StateContext:
     sls: str | None = None
     # fetch_file(url, saltenv) -> (text_or_bytes, display_path, mode_or_None) or None when missing
     fetch_file: Callable[[str, str], tuple[bytes, str, int | None] | None] | None = None
+    # list_files(saltenv) -> every file path of the file server's tree ("a/b.conf"), for file.recurse
+    list_files: Callable[[str], Sequence[str]] | None = None
     # render_template(text, engine, context, display) -> str  (engine: "jinja"); context holds the
     # state's defaults+context; the renderer adds grains/pillar/salt/opts/saltenv/sls and, like
     # Salt's, keeps a template's final newline (jinja2 itself drops it)
     render_template: Callable[[str, str, Mapping[str, Any], str], str] | None = None
+    # fire_event(tag, data): the minion's event bus (to the master when connected); None in a run
+    # without one (a masterless call)
+    fire_event: Callable[[str, Mapping[str, Any]], Any] | None = None
     # execution-module function table (cmd.run, ...), for states that call modules
     functions: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
     # the low chunk being run, requisites included (file.directory's clean reads ``require``)
@@ -57,20 +63,3 @@ class StateContext:
     # for mod_watch: "state: __id__" of each watched requisite that reported changes
     # (test.mod_watch reports them under the changes key "Requisites with changes")
     watch_changes: Sequence[str] = ()
-
-
-StateFunction = Callable[..., dict]
-
-
-def lookup(mod: str, fun: str) -> StateFunction | None:
-    """The state function mod.fun, or None when it does not exist."""
-    if mod not in MODULES or fun.startswith("_"):
-        return None
-    module = importlib.import_module(f"runtime.states.{mod}")
-    func = getattr(module, fun, None)
-    exported = getattr(module, "__all__", None)
-    if func is None or not callable(func) or (exported is not None and fun not in exported and fun != "mod_watch"):
-        return None
-    return func
-
-

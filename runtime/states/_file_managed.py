@@ -95,8 +95,10 @@ def _desired_content(ctx: StateContext, name: str, source: Any, source_hash: Any
                      contents_pillar: Any, contents_grains: Any, contents_newline: bool,
                      contents_delimiter: str, template: Any, context: Any, defaults: Any,
                      allow_empty: bool, skip_verify: bool, source_hash_name: str | None,
+                     template_vars: Mapping[str, Any] | None = None,
                      ) -> tuple[bytes | None, str | None]:
-    """(content, source mode) the file must have; content None when only metadata is managed."""
+    """(content, source mode) the file must have; content None when only metadata is managed.
+    A source template also sees ``template_vars`` and ``source`` (the source used), as in Salt."""
     if contents_pillar is not None:
         raw = _lookup_contents(ctx.pillar, contents_pillar, "Pillar", contents_delimiter)
         label = f"contents_pillar {contents_pillar}"
@@ -139,7 +141,8 @@ def _desired_content(ctx: StateContext, name: str, source: Any, source_hash: Any
             text = data.decode("utf-8")
         except UnicodeDecodeError:
             raise S.SourceError(f"Template {fetched.url} is not UTF-8 text") from None
-        data = S.render(ctx, text, template, context, defaults, fetched.url).encode()
+        base = {"source": fetched.url, **(template_vars or {})}
+        data = S.render(ctx, text, template, context, defaults, fetched.url, base).encode()
     return data, fetched.mode
 
 
@@ -373,7 +376,8 @@ def managed(
         data, source_mode = _desired_content(
             ctx, name, source, source_hash, contents, contents_pillar, contents_grains,
             contents_newline, contents_delimiter, template, context, defaults, allow_empty,
-            skip_verify, source_hash_name)
+            skip_verify, source_hash_name,
+            {"name": name, "user": user, "group": group, "mode": mode, "attrs": kwargs.get("attrs")})
     except (S.SourceError, F.FileStateError) as exc:
         prefix = "Unable to manage file: " if source and not ctx.test else ""
         return F.fail(ret, f"{prefix}{exc}")

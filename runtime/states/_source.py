@@ -197,15 +197,17 @@ def hash_of(data: bytes, kind: str) -> str:
 
 
 def render(ctx: StateContext, text: str, engine: Any, context: Mapping[str, Any] | None,
-           defaults: Mapping[str, Any] | None, display: str) -> str:
-    """Render ``text`` with ``engine`` (Salt: ``defaults`` overlaid by ``context``)."""
+           defaults: Mapping[str, Any] | None, display: str, base: Mapping[str, Any] | None = None) -> str:
+    """Render ``text`` with ``engine``: ``base`` (what the state passes, e.g. file.managed's
+    ``source``/``name``/``user``...) overlaid by ``defaults``, overlaid by ``context`` (Salt's order)."""
     if context is not None and not isinstance(context, Mapping):
         raise SourceError("Context must be formed as a dict")
     if defaults and not isinstance(defaults, Mapping):
         raise SourceError("Defaults must be formed as a dict")
     if ctx.render_template is None:
         raise SourceError(f"Cannot render {display}: no template renderer is configured for this run")
-    variables: dict[str, Any] = dict(defaults or {})
+    variables: dict[str, Any] = dict(base or {})
+    variables.update(defaults or {})
     variables.update(context or {})
     try:
         out = ctx.render_template(text, str(engine).lower(), variables, display)

@@ -90,9 +90,11 @@ def test_bad_signature_is_refused_and_stores_nothing(fleet):
     assert fleet.keys.lookup("web1") is None
 
 
-def test_invalid_id_refused(fleet):
-    decision = fleet.auth.handle(start_auth(Identity.generate(), "../../etc/passwd").load)
+@pytest.mark.parametrize("bad", ["../../etc/passwd", "../x", "a/b", "a\\b", ".", "..", ".tmp-x", "a\nb", "x\x00y"])
+def test_invalid_id_refused_without_an_event(fleet, bad):
+    decision = fleet.auth.handle(start_auth(Identity.generate(), bad).load)
     assert (decision.outcome, decision.reason) == ("refused", "invalid_id")
+    assert decision.event() is None          # never put on the bus (a reactor may use it as a path)
 
 
 def test_pending_full(fleet, tmp_path):
@@ -157,3 +159,30 @@ def test_corrupt_key_file_is_refused_and_logged_not_raised(fleet, tmp_path):
     assert (decision.outcome, decision.reason) == ("refused", "key_store_error")
     assert "web1" in decision.log_line() and "not a PEM public key" in decision.log_line()
     assert "garbage" not in str(decision.reply)
+
+
+def test_hello_made_before_the_master_started_is_refused(fleet):
+    """A hello captured before a restart and never delivered (so its nonce was never claimed):
+    refused clock_skew with the master's time, which lets an honest minion retry at once."""
+    minion = Identity.generate()
+    fleet.keys.admit("web1", minion.public_raw, auto_accept=True)
+    captured = start_auth(minion, "web1")
+    fleet.store.reset(now=now_ms() + 1000)            # the master restarts (a second later)
+    decision = fleet.auth.handle(captured.load)
+    assert (decision.outcome, decision.reason) == ("refused", "clock_skew")
+    assert "before this master started" in decision.detail
+    result = finish_auth(captured, decision.reply, fleet.trust("web1"))
+    retry = start_auth(minion, "web1", clock_offset_ms=max(result.clock_offset_ms, 1500))
+    assert fleet.auth.handle(retry.load).outcome == "accepted"
+
+
+def test_client_proof_made_before_the_master_started_is_stale():
+    from runtime.crypt.clientkey import make_proof, verify_proof
+    from runtime.crypt.errors import ReplayRefused
+
+    key = b"k" * 32
+    proof = make_proof(key, "alice", b"body")
+    assert verify_proof(key, proof, b"body", not_before_ms=proof["ts"]) == ("alice", proof["nonce"])
+    with pytest.raises(ReplayRefused) as refused:
+        verify_proof(key, proof, b"body", not_before_ms=proof["ts"] + 1)
+    assert refused.value.reason == "stale"

@@ -160,3 +160,81 @@ def test_garbage_key_file_is_an_error_naming_it(store, tmp_path):
 def test_temp_files_are_not_listed(store, tmp_path):
     (tmp_path / "pki" / PENDING / ".tmp-abc").write_text("x")
     assert store.list_keys()[PENDING] == []
+
+
+def test_matches_are_taken_as_typed_as_salt_key_does(store):
+    """salt-key splits a match on commas and never strips: 'web1 ' is not web1."""
+    for name in ("web1", "web1 ", "db1"):
+        store.admit(name, pub())
+    assert store.finger("web1 ").keys() == {PENDING}
+    assert list(store.finger("web1 ")[PENDING]) == ["web1 "]
+    assert store.delete(" web1") == {}
+    assert store.delete("db1 ") == {}
+    assert store.accept("web1 ") == {PENDING: ["web1 "]}
+    assert store.list_keys()[PENDING] == ["db1", "web1"]
+    assert store.accept("db1, web1") == {PENDING: ["db1"]}         # ' web1' matches nothing
+
+
+def test_a_list_of_ids_is_exact(store):
+    """What an operator confirmed is acted on exactly, even for ids holding commas or globs:
+    accepting 'x,ghost' must not accept 'ghost'."""
+    for name in ("x,ghost", "ghost", "w*", "wild"):
+        store.admit(name, pub())
+    assert store.accept(["x,ghost"]) == {PENDING: ["x,ghost"]}
+    assert store.accept(["w*"]) == {PENDING: ["w*"]}
+    assert store.list_keys()[PENDING] == ["ghost", "wild"]
+    assert store.delete(["ghost", "nothere"]) == {PENDING: ["ghost"]}
+
+
+def _admit_many(pki: str, names: list[str], max_pending: int, start: object) -> None:
+    store = FileKeyStore(pki, max_pending=max_pending)
+    start.wait()
+    for name in names:
+        store.admit(name, Identity.generate().public_raw)
+
+
+def test_pending_cap_holds_across_processes(tmp_path):
+    """Six processes admit 20 new ids each against a cap of 40 at once: exactly 40 stored."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    pki = str(tmp_path / "pki")
+    FileKeyStore(pki, max_pending=40)
+    start = ctx.Event()
+    procs = [ctx.Process(target=_admit_many, args=(pki, [f"p{i}-{n}" for n in range(20)], 40, start))
+             for i in range(6)]
+    for proc in procs:
+        proc.start()
+    start.set()
+    for proc in procs:
+        proc.join(60)
+    assert [proc.exitcode for proc in procs] == [0] * 6
+    assert len(FileKeyStore(pki).list_keys()[PENDING]) == 40
+
+
+def _admit_one(pki: str, raw: bytes, start: object, out: object) -> None:
+    store = FileKeyStore(pki)
+    start.wait()
+    out.put((raw, store.admit("same", raw)))
+
+
+def test_first_key_wins_across_processes(tmp_path):
+    """Eight processes present eight keys for one new id at once: one is pending (and its key is
+    the one stored), the seven others are denied, none overwritten."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    pki = str(tmp_path / "pki")
+    store = FileKeyStore(pki)
+    start, out = ctx.Event(), ctx.Queue()
+    keys = [Identity.generate().public_raw for _ in range(8)]
+    procs = [ctx.Process(target=_admit_one, args=(pki, raw, start, out)) for raw in keys]
+    for proc in procs:
+        proc.start()
+    start.set()
+    results = [out.get(timeout=60) for _ in procs]
+    for proc in procs:
+        proc.join(10)
+    pending = [raw for raw, outcome in results if outcome == "pending"]
+    assert sorted(outcome for _, outcome in results) == ["denied"] * 7 + ["pending"]
+    assert store.lookup("same").public_raw == pending[0]

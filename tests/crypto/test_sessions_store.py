@@ -90,15 +90,26 @@ def test_periodic_rotation(tmp_path):
     assert rotated is not None and rotated.epoch == first.epoch + 1
 
 
-def test_reset_forgets_everything_and_starts_a_new_epoch(tmp_path):
+def test_reset_forgets_sessions_keeps_live_nonces_and_starts_a_new_epoch(tmp_path):
+    """Master start: sessions go, a new epoch starts; a nonce claimed before the restart stays
+    claimed until it expires (a hello captured then cannot be replayed after the restart); the
+    start time is recorded for every process that opens the store."""
     store = SQLiteSessionStore(str(tmp_path / "s.db"))
     keys = session("web1")
     old = store.open_session(keys)
-    store.claim_nonce("hello", b"n", now_ms() + 60_000)
-    new = store.reset()
+    store.claim_nonce("hello", b"live", now_ms() + 60_000)
+    store.claim_nonce("hello", b"expired", now_ms() - 1)
+    assert store.started_ms() == 0
+    new = store.reset(now=now_ms())
     assert new.epoch == old.epoch + 1
     assert store.session_count() == 0
-    assert store.claim_nonce("hello", b"n", now_ms() + 60_000)
+    assert not store.claim_nonce("hello", b"live", now_ms() + 60_000)
+    assert store.claim_nonce("hello", b"expired", now_ms() + 60_000)
+    started = store.started_ms()
+    assert abs(started - now_ms()) < 5_000
+    assert SQLiteSessionStore(str(tmp_path / "s.db")).started_ms() == started   # another worker
+    store.reset(now=started + 10)
+    assert SQLiteSessionStore(str(tmp_path / "s.db")).started_ms() == started + 10
 
 
 def test_sessions_per_minion_are_bounded(tmp_path):

@@ -24,7 +24,7 @@ def sessions_cluster(tmp_path: Path) -> Iterator[Cluster]:
     write_trees(tmp_path)
     cl = Cluster(tmp_path, master_opts={"heartbeat_period": 0.5})
     for minion_id in IDS:
-        cl.add_minion(minion_id, recon_default=0.5, recon_max=4.0, master_alive_interval=2.0)
+        cl.add_minion(minion_id, recon_default=500, recon_max=4000, master_alive_interval=2.0)
     with cl.running():
         yield cl
 

@@ -13,6 +13,9 @@ answer the minion's auth hellos itself, rewrite sealed replies, or inject public
                   key (the attacker has the public key, not the private one);
 * ``unsigned``    an unsigned "accepted" load and an unsigned error;
 * ``replay``      the real master's last accepted reply to this minion, replayed for a new hello;
+* ``weak_key``    a valid-looking accepted reply whose master key is the neutral point (small
+                  order) with the "universal" signature OpenSSL verifies under it: a minion
+                  must refuse it, and never remember such a key on first contact;
 * ``clear_replies`` sealed replies from the real master are replaced with clear loads holding
                   made-up data (a forged ``_pillar`` reply), the auth still relayed.
 
@@ -36,7 +39,8 @@ from runtime.crypt.identity import Identity
 from runtime.crypt.publish import PublishKey, seal_publication
 from tests.netutil import free_port
 
-MODES = ("relay", "own_key", "stolen_pub", "unsigned", "replay", "clear_replies")
+MODES = ("relay", "own_key", "stolen_pub", "unsigned", "replay", "weak_key", "clear_replies")
+NEUTRAL_POINT = bytes([1]) + bytes(31)     # a small-order Ed25519 key: (R = it, S = 0) "verifies" anything
 FORGED_PILLAR = {"forged": "FORGED-BY-FAKE-MASTER", "secret": "overwritten"}
 
 
@@ -146,7 +150,8 @@ class FakeMaster:
             return
         ident, _, rid, body = frames
         self._keep(body)
-        forged = self._answer_hello(body) if self.mode in ("own_key", "stolen_pub", "unsigned", "replay") else None
+        forged = (self._answer_hello(body) if self.mode in ("own_key", "stolen_pub", "unsigned", "replay", "weak_key")
+                  else None)
         if forged is not None:
             front.send_multipart([ident, b"", rid, forged])
             return
@@ -198,4 +203,6 @@ class FakeMaster:
         reply, _ = answer_hello(self.identity, hello, "accepted", grant=grant, now=int(time.time() * 1000))
         if self.mode == "stolen_pub" and self.real_master_pub is not None:
             reply = dict(reply, master_pub=self.real_master_pub)
+        if self.mode == "weak_key":
+            reply = dict(reply, master_pub=NEUTRAL_POINT, sig=NEUTRAL_POINT + bytes(32))
         return codec.pack_envelope(codec.ENC_CLEAR, reply)

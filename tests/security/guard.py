@@ -305,6 +305,7 @@ def _always_allowed(lab: Lab) -> list[str]:
     return [
         "*.log", "*.out",                                  # logs
         f"{cachedir}/jobs.sqlite*",                        # the job cache
+        f"{cachedir}/minion_data.sqlite-shm",              # readers' marks in the data cache's WAL index (no data)
         f"{cachedir}/presence.json",                       # rewritten every heartbeat period
         f"{cachedir}/.tmp-*",                              # ... atomically, through a temporary file
         f"{cachedir}",                                     # its directory entry (mtime)

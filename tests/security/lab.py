@@ -41,6 +41,7 @@ ROGUE = "rogue01"
 WORKERS = 2
 REFUSAL_LOG_INTERVAL = 1.0
 MAX_PENDING = 40
+HEIR_PREFIX = "heir"       # ids whose pillar echoes their grains (tests of ids re-used under a new key)
 # minions with a pillar canary (the rogue is the attacker: its own pillar is its to read)
 PILLAR_OWNERS = (*ACCEPTED, VICTIM, PENDING, REJECTED)
 
@@ -137,10 +138,17 @@ class Lab:
             top += [f"  '{minion_id}':", f"    - secrets.{minion_id}"]
             (ext / "hosts" / minion_id).mkdir()
             (ext / "hosts" / minion_id / "ext_secret").write_text(ext_secret)
-        top += [f"  '{ROGUE}':", "    - rogue_own"] + [f"    - inject.{name}" for name in INJECTION_SLS]
+        top += [f"  '{ROGUE}':", "    - rogue_own", "    - race", "    - paste"] + [
+            f"    - inject.{name}" for name in INJECTION_SLS]
+        # ids re-used under a new key (identity leftovers): their pillar shows the grains it was compiled with
+        top += [f"  '{HEIR_PREFIX}*':", "    - echo_grains"]
+        (pillar / "echo_grains.sls").write_text("owner: {{ grains.get('owner', 'nobody') }}\n")
         (pillar / "top.sls").write_text("\n".join(top) + "\n")
         (pillar / "common.sls").write_text("common: shared\n")
         (pillar / "rogue_own.sls").write_text("rogue_own: mine\n")
+        (pillar / "race.sls").write_text("race: inside\n")     # swapped for a symlink by the file-race attacks
+        # a template pasting a grain as YAML (as careless trees do): the alias-bomb attacks use it
+        (pillar / "paste.sls").write_text("paste: {{ grains.get('paste', 'none') }}\n")
         for name, text in INJECTION_SLS.items():
             text = text.replace("{marker}", str(self.marker)).replace("{secret_sls}", str(self.roots / "secret.sls"))
             (pillar / "inject" / f"{name}.sls").write_text(text)

@@ -57,8 +57,14 @@ def make_ctx(roots: str, tmp_path) -> Callable[..., StateContext]:
                                      keep_trailing_newline=True)
             return env.from_string(text).render({"grains": grains, "pillar": pillar, **context})
 
+        def list_files(saltenv: str) -> list[str]:
+            return sorted(os.path.relpath(os.path.join(root, f), roots)
+                          for root, _dirs, files in os.walk(roots) for f in files)
+
+        extra.setdefault("list_files", list_files)
+        opts = {"cachedir": str(tmp_path / "cache"), **extra.pop("opts", {})}
         return StateContext(test=test, grains=grains, pillar=pillar, fetch_file=fetch, render_template=render,
-                            opts={"cachedir": str(tmp_path / "cache")}, **extra)
+                            opts=opts, **extra)
 
     return factory
 
@@ -71,3 +77,31 @@ def ctx(make_ctx) -> StateContext:
 @pytest.fixture
 def tctx(make_ctx) -> StateContext:
     return make_ctx(test=True)
+
+
+@pytest.fixture
+def throwaway_user(tmp_path):
+    """A real user ``spt<random>`` with its home under tmp_path, removed afterwards: (name, home)."""
+    import pwd
+    import shutil
+    import subprocess
+    import uuid
+
+    if os.geteuid() != 0 or shutil.which("useradd") is None:
+        pytest.skip("optional: needs root and useradd (a throwaway user)")
+    name = f"spt{uuid.uuid4().hex[:6]}"
+    home = tmp_path / "home" / name
+    home.parent.mkdir(parents=True, exist_ok=True)
+    home.parent.chmod(0o755)
+    tmp_path.chmod(0o755)
+    subprocess.run(["useradd", "-m", "-d", str(home), "-s", "/bin/sh", name], check=True, capture_output=True)
+    try:
+        yield name, str(home)
+    finally:
+        subprocess.run(["userdel", "-r", name], capture_output=True)
+        try:
+            pwd.getpwnam(name)
+        except KeyError:
+            pass
+        else:
+            raise AssertionError(f"throwaway user {name} is still there")

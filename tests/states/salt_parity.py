@@ -82,6 +82,25 @@ def write_roots(roots: str, scenario: dict[str, Any], sandbox: str) -> None:
         with open(path, "w") as handle:
             handle.write(text)
         os.chmod(path, 0o644)
+    for spec in scenario.get("build") or []:  # archives made from files of the roots
+        base = os.path.join(roots, spec["from"])
+        if "tar" in spec:
+            import tarfile
+
+            with tarfile.open(os.path.join(roots, spec["tar"]), "w:gz") as tf:
+                for member in spec["members"]:
+                    tf.add(os.path.join(base, member), member)
+        else:
+            import zipfile
+
+            with zipfile.ZipFile(os.path.join(roots, spec["zip"]), "w") as zf:
+                for member in spec["members"]:
+                    top = os.path.join(base, member)
+                    for root, _dirs, files in os.walk(top):
+                        rel = os.path.relpath(root, base)
+                        zf.write(root, rel + "/")
+                        for fname in files:
+                            zf.write(os.path.join(root, fname), os.path.join(rel, fname))
     with open(os.path.join(roots, "scenario.sls"), "w") as handle:
         handle.write("#!yaml\n" + scenario["sls"].replace("@SB@", sandbox))
 
@@ -102,6 +121,11 @@ def digest(ret: dict[str, Any]) -> dict[str, Any]:
     return {"result": ret["result"], "changes": changes, "comment": ret.get("comment")}
 
 
+def _minion_opts(scenario: dict[str, Any], sandbox: str) -> dict[str, Any]:
+    """The scenario's extra minion options (``@SB@`` replaced), e.g. ``hosts.file``."""
+    return json.loads(json.dumps(scenario.get("minion_opts") or {}).replace("@SB@", sandbox))
+
+
 def run_salt(salt_call: str, scenario: dict[str, Any], test: bool, tmp: str) -> tuple[dict, list]:
     sandbox, roots, run = (os.path.join(tmp, d) for d in ("sandbox", "roots", "run"))
     for d in (sandbox, roots, run):
@@ -115,6 +139,7 @@ def run_salt(salt_call: str, scenario: dict[str, Any], test: bool, tmp: str) -> 
             "cachedir": run + "/cache", "sock_dir": run + "/sock", "log_file": run + "/log",
             "file_roots": {"base": [roots]}, "pillar_roots": {"base": [run + "/nopillar"]},
             "grains": {"sandbox": sandbox},
+            **_minion_opts(scenario, sandbox),
         }, handle)
     os.makedirs(os.path.join(tmp, "confdir"))
     shutil.move(conf, os.path.join(tmp, "confdir", "minion"))
@@ -156,8 +181,12 @@ def run_saltpan(scenario: dict[str, Any], test: bool, tmp: str) -> tuple[dict, l
     seed(sandbox, scenario.get("seed"))
     write_roots(roots, scenario, sandbox)
     grains = {"sandbox": sandbox, "id": "parity"}
+    def list_files(saltenv: str) -> list[str]:
+        return sorted(os.path.relpath(os.path.join(root, f), roots) for root, _d, files in os.walk(roots)
+                      for f in files)
+
     ctx = StateContext(test=test, grains=grains, fetch_file=_fetch(roots), render_template=_render(grains, roots),
-                       opts={"cachedir": tmp + "/cache"})
+                       list_files=list_files, opts={"cachedir": tmp + "/cache", **_minion_opts(scenario, sandbox)})
     high = yaml.safe_load(scenario["sls"].replace("@SB@", sandbox))
     out = {}
     for state_id, mod, fun, name, kwargs in state_calls(high):
@@ -182,6 +211,10 @@ def normalize(data: Any, tmp: str) -> Any:
         # where Salt gives no comment or a traceback, saltpan's own wording is not compared
         if not comment or comment.startswith("An exception occurred") or comment.startswith("The following files"):
             ret["comment"] = "<any>"
+        elif comment.startswith("#### "):  # file.recurse: sections in Salt's (set) order; lines of "removed" too
+            sections = sorted(("\n".join(sorted(s.split("\n"))) if s.startswith("removed ####") else s).strip()
+                              for s in ("\n" + comment).split("\n#### ") if s.strip())
+            ret["comment"] = sections
         changes = ret.get("changes")
         if isinstance(changes, dict) and isinstance(changes.get("removed"), list):
             changes["removed"] = sorted(changes["removed"])

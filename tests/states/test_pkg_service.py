@@ -1,4 +1,4 @@
-"""pkg (queries against the real package database; installs only in test mode) and service."""
+"""pkg (queries against the real package database; installs only in test mode); services: test_service.py."""
 
 from __future__ import annotations
 
@@ -6,9 +6,8 @@ import os
 import shutil
 
 import pytest
-from statehelpers import manifest
 
-from runtime.states import pkg, service
+from runtime.states import pkg
 
 needs_dpkg = pytest.mark.skipif(shutil.which("dpkg-query") is None, reason="needs dpkg")
 
@@ -51,18 +50,6 @@ def test_rpm_version_compare():
     assert pkg._rpmvercmp("1.0~rc1", "1.0") == -1
     assert pkg._rpmvercmp("2.0a", "2.0") == 1
     assert pkg.Dnf().compare("1:1.0-1", ">", "2.0-1")
-
-
-@pytest.mark.skipif(os.path.isdir(service.SYSTEMD_MARKER), reason="optional: systemd is running here")
-def test_service_fails_clearly_without_systemd(ctx, tctx, sandbox):
-    before = manifest(sandbox)
-    for fun in (service.running, service.dead, service.enabled, service.disabled):
-        for context in (ctx, tctx):
-            ret = fun(context, "nginx")
-            assert ret["result"] is False and ret["changes"] == {}
-            assert ret["comment"].startswith("No init system: systemd is not running")
-    assert service.mod_watch(ctx, "nginx", sfun="running")["result"] is False
-    assert manifest(sandbox) == before
 
 
 @needs_dpkg

@@ -10,6 +10,7 @@ from typing import Any
 
 from compiler.pillar import PillarCompiler, PillarResult
 from compiler.roots import LocalRoots
+from runtime.modules import offline_functions
 
 
 def write_tree(root: Path | str, files: Mapping[str, str]) -> Path:
@@ -31,7 +32,9 @@ def compile_pillar(root: Path | str, files: Mapping[str, str] | None = None, min
         write_tree(root / "pillar", files)
     roots = {env: [os.path.join(root, d) for d in dirs] for env, dirs in (envs or {"base": ["pillar"]}).items()}
     all_opts = {"pillar_roots": roots, "id": minion_id, **opts}
-    compiler = PillarCompiler(all_opts, LocalRoots(roots), drivers)
+    # the template `salt` table of an offline compile, from the one registry (as runtime.pipeline)
+    functions = offline_functions(LocalRoots(all_opts.get("file_roots") or {}), LocalRoots(roots))
+    compiler = PillarCompiler(all_opts, LocalRoots(roots), drivers, functions=functions)
     return compiler.compile(minion_id, {"id": minion_id, **(grains or {})})
 
 

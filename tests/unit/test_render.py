@@ -297,12 +297,14 @@ def test_pillar_get_sees_ext_pillar_when_it_comes_first(tmp_path) -> None:
     assert (last["seen"], last["plain"]) == ("none", "none")
 
 
-def test_a_function_outside_the_table_is_a_clear_error(tmp_path) -> None:
+def test_a_function_salt_has_not_is_undefined_and_calling_it_names_file_and_line(tmp_path) -> None:
     result = compile_pillar(tmp_path, {"top.sls": "base:\n  '*':\n    - x\n",
-                                       "x.sls": "a: {{ salt['cmd.run']('id') }}\n"})
+                                       "x.sls": "a: {{ salt['nosuch.fn'] is defined }}\n"
+                                                "b: {{ salt['nosuch.fn'] | default('d') }}\n"
+                                                "c: {{ salt['nosuch.fn']() }}\n"})
     (err,) = result.errors
-    assert "salt['cmd.run'] is not available while compiling" in err.message
-    assert (err.file, err.line) == (str(tmp_path / "pillar" / "x.sls"), 1)
+    assert "salt['nosuch.fn'] is undefined: saltpan has no execution module 'nosuch'" in err.message
+    assert (err.file, err.line) == (str(tmp_path / "pillar" / "x.sls"), 3)
 
 
 # -- filters ----------------------------------------------------------------------------------
@@ -448,7 +450,10 @@ def test_imported_templates_see_the_render_context_at_every_depth(tmp_path) -> N
 
     write_tree(tmp_path / "pillar", files)
     roots = {"base": [str(tmp_path / "pillar")]}
-    compiler = PillarCompiler({"pillar_roots": roots}, LocalRoots(roots))
+    from runtime.pipeline import offline_functions
+
+    opts = {"pillar_roots": roots}
+    compiler = PillarCompiler(opts, LocalRoots(roots), functions=offline_functions(opts))
     first = compiler.compile("web01", {"id": "web01", "os": "Debian", "roles": ["web"]})
     second = compiler.compile("db01", {"id": "db01", "os": "RedHat", "roles": ["db"]})
     assert first.errors == [] and second.errors == []

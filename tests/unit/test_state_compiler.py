@@ -11,6 +11,7 @@ import pytest
 from compiler.highstate import StateCompiler
 from compiler.lowstate import compile_lowstate
 from compiler.roots import LocalRoots
+from runtime.states.registry import has_mod_watch
 from tests.unit.helpers import write_tree
 
 
@@ -24,7 +25,7 @@ def compile_states(tmp_path: Path, files: dict[str, str], **opts: Any) -> tuple[
     high = compiler.highstate("web01", {"id": "web01"}, {})
     if high.errors:
         return None, high.errors
-    low = compile_lowstate(high.high, high.origins)
+    low = compile_lowstate(high.high, high.origins, has_mod_watch)
     if low.errors:
         return None, low.errors
     return low.lowstate.ordered_chunks(), []

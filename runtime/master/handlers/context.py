@@ -61,7 +61,9 @@ class WorkerContext:
         publish_sock.connect(publish_address)
         return cls(opts=opts, identity=identity, keys=keys, sessions=sessions, auth=auth,
                    channel=ServerChannel(sessions), jobs=SQLiteJobCache(opts["cachedir"]),
-                   data=SQLiteDataCache(opts["cachedir"]), events=EventPusher(ctx, opts["sock_dir"]),
+                   data=SQLiteDataCache(opts["cachedir"], still_known=lambda m: bool(sessions.minion_sessions(m)),
+                                        max_size=option(opts, "max_minion_data_size", int)),
+                   events=EventPusher(ctx, opts["sock_dir"]),
                    publish_sock=publish_sock,
                    refusals=RateLimitedLog(log, option(opts, "refusal_log_interval", float)))
 

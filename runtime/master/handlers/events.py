@@ -7,7 +7,9 @@ from types import MappingProxyType
 from typing import Any, ClassVar
 
 from runtime import protocol
+from runtime.config import option
 from runtime.events import MASTER_PREFIXES
+from runtime.master.event_size import bound_event
 from runtime.master.handlers.context import WorkerContext
 
 MAX_TAG_LENGTH = 512
@@ -31,7 +33,11 @@ class EventHandlers:
                 self.ctx.refusals.warning(f"event:{minion_id}", "refused event tag %r from minion %s (master_tag)",
                                           tag[:80], minion_id)
                 continue
-            data = dict(event.data)
+            data = bound_event(dict(event.data), option(self.ctx.opts, "max_event_size", int))
+            if data is None:   # larger than max_event_size even trimmed as Salt trims
+                self.ctx.refusals.warning(f"event:{minion_id}:too_large", "dropped event %r from minion %s "
+                                          "(too_large): larger than max_event_size even trimmed", tag[:80], minion_id)
+                continue
             data["id"] = minion_id
             self.ctx.events.fire(tag, data)
             fired += 1

@@ -46,7 +46,8 @@ class JobHandlers:
             key = load_client_key(client_key_path(self.ctx.opts["cachedir"], user))
         except (KeyFileError, ValueError):
             raise Refused("bad_proof", f"no client key for user {user!r}") from None
-        verified_user, nonce = verify_proof(key, request.proof.to_wire(), request.body)
+        verified_user, nonce = verify_proof(key, request.proof.to_wire(), request.body,
+                                             not_before_ms=self.ctx.sessions.started_ms())
         if not self.ctx.sessions.claim_nonce("client", nonce, int(time.time() * 1000) + 300_000):
             raise Refused("replayed", "client request replayed")
         return verified_user
@@ -109,7 +110,7 @@ class JobHandlers:
     def expected_minions(self, tgt: str | list[str], tgt_type: str) -> list[str]:
         ctx = self.ctx
         accepted = ctx.keys.list_keys().get("minions", [])
-        return targeting.expected_minions(tgt, tgt_type, accepted, ctx.data.all("grains"), ctx.data.all("pillar"),
+        return targeting.expected_minions(tgt, tgt_type, accepted, ctx.data.view("grains"), ctx.data.view("pillar"),
                                           option(ctx.opts, "nodegroups", dict))
 
     def job_returns(self, peer: str, request: protocol.JobReturns) -> protocol.JobReturnsReply:

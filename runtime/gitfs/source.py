@@ -1,0 +1,295 @@
+"""FileSources over git trees, read straight from the cached clones' objects (no checkout).
+
+``GitfsSource`` serves Salt's gitfs backend: every exposed branch and tag of
+every remote is a saltenv (``base`` is the remote's ``base`` branch), files
+live under the remote's ``mountpoint`` in the salt:// namespace and come from
+its ``root`` in the repository, and the first remote that has a file wins
+(Salt's GitFS.find_file).  ``TreeMounts`` is the same reading over fixed trees
+(git_pillar's roots).  ``BackendChain`` puts backends together in
+``fileserver_backend`` order: the first backend that has a file serves it, and
+the saltenvs are the union of the backends' (Salt's Fileserver).
+
+A remote that was never fetched or whose cache is damaged serves nothing; the
+reason is in ``problems()`` for the caller to report (it names the remote).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pygit2
+
+from compiler.roots import FetchedFile, FileSource, SourceFile, clean_relpath, valid_saltenv
+from runtime.gitfs.remotes import Remote, is_hex
+from runtime.gitfs.repo import CachedRepo, GitCacheError
+
+SYMLINK_DEPTH = 100  # Salt's SYMLINK_RECURSE_DEPTH
+TEXT_CACHE_SIZE = 20_000  # decoded files kept per source
+
+
+@dataclass(frozen=True)
+class Blob:
+    oid: pygit2.Oid
+    data: bytes
+    mode: int
+
+
+def find_blob(repo: pygit2.Repository, tree: pygit2.Tree, path: str) -> Blob | None:
+    """The file at path in tree, following symlinks inside the tree; None for a directory or nothing."""
+    for _ in range(SYMLINK_DEPTH):
+        try:
+            entry = tree[path]
+        except (KeyError, ValueError):
+            return None
+        obj = repo.get(entry.id)
+        if not isinstance(obj, pygit2.Blob):
+            return None  # a directory, or a submodule's commit
+        if stat.S_ISLNK(entry.filemode):
+            target = obj.data.decode("utf-8", "replace")
+            joined = posixpath.normpath(posixpath.join(posixpath.dirname(path), target))
+            if target.startswith("/") or joined == ".." or joined.startswith("../"):
+                return None  # a link leading out of the repository serves nothing
+            path = joined
+            continue
+        return Blob(entry.id, obj.data, entry.filemode)
+    return None
+
+
+def walk_files(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str = "") -> Iterator[str]:
+    """Every file (and file symlink) path under tree; submodules are skipped, as Salt skips them."""
+    for entry in tree:
+        obj = repo.get(entry.id)
+        path = f"{prefix}{entry.name}"
+        if isinstance(obj, pygit2.Tree):
+            yield from walk_files(repo, obj, path + "/")
+        elif isinstance(obj, pygit2.Blob):
+            yield path
+
+
+def subtree(repo: pygit2.Repository, tree: pygit2.Tree, root: str) -> pygit2.Tree | None:
+    if not root:
+        return tree
+    try:
+        obj = repo.get(tree[root].id)
+    except (KeyError, ValueError):
+        return None
+    return obj if isinstance(obj, pygit2.Tree) else None
+
+
+def in_mount(relpath: str, mountpoint: str) -> str | None:
+    """relpath inside a mountpoint ('' mounts at the top), or None when it is outside it."""
+    if not mountpoint:
+        return relpath
+    if relpath.startswith(mountpoint + "/"):
+        return relpath[len(mountpoint) + 1:]
+    return None
+
+
+@dataclass(frozen=True)
+class Mount:
+    """One git tree mounted in the salt:// namespace."""
+
+    cached: CachedRepo
+    commit: pygit2.Commit
+    ref: str  # the branch/tag/commit it came from (for display)
+    root: str
+    mountpoint: str
+
+    def display(self, repo_path: str) -> str:
+        return f"{self.cached.remote.display_url}@{self.ref}:{repo_path}"
+
+    def find(self, relpath: str) -> tuple[Blob, str] | None:
+        inner = in_mount(relpath, self.mountpoint)
+        if inner is None:
+            return None
+        repo_path = f"{self.root}/{inner}" if self.root else inner
+        repo = self.cached.require()
+        blob = find_blob(repo, self.commit.tree, repo_path)
+        return (blob, repo_path) if blob is not None else None
+
+    def files(self) -> list[str]:
+        repo = self.cached.require()
+        top = subtree(repo, self.commit.tree, self.root)
+        if top is None:
+            return []
+        prefix = f"{self.mountpoint}/" if self.mountpoint else ""
+        return [prefix + path for path in walk_files(repo, top)]
+
+
+class _MountReader:
+    """get / fetch / list_files over a list of mounts per saltenv; SourceFiles cached by blob."""
+
+    def __init__(self) -> None:
+        self._texts: dict[tuple[str, str], tuple[pygit2.Oid, str, SourceFile]] = {}
+
+    def mounts(self, saltenv: str) -> list[Mount]:
+        raise NotImplementedError
+
+    def _find(self, saltenv: str, relpath: str) -> tuple[Blob, str, Mount] | None:
+        if not valid_saltenv(saltenv):
+            return None
+        rel = clean_relpath(relpath)
+        for mount in self.mounts(saltenv):
+            found = mount.find(rel)
+            if found is not None:
+                return found[0], found[1], mount
+        return None
+
+    def get(self, saltenv: str, relpath: str) -> SourceFile | None:
+        found = self._find(saltenv, relpath)
+        if found is None:
+            return None
+        blob, repo_path, mount = found
+        rel = clean_relpath(relpath)
+        display = mount.display(repo_path)
+        cached = self._texts.get((saltenv, rel))
+        if cached is not None and cached[0] == blob.oid and cached[1] == display:
+            return cached[2]
+        text = SourceFile(saltenv, rel, display, blob.data.decode("utf-8", "replace"))
+        if len(self._texts) >= TEXT_CACHE_SIZE:
+            self._texts.clear()
+        self._texts[(saltenv, rel)] = (blob.oid, display, text)
+        return text
+
+    def fetch(self, saltenv: str, relpath: str) -> FetchedFile | None:
+        found = self._find(saltenv, relpath)
+        if found is None:
+            return None
+        blob, repo_path, mount = found
+        mode = 0o755 if blob.mode == pygit2.GIT_FILEMODE_BLOB_EXECUTABLE else 0o644
+        return FetchedFile(blob.data, mount.display(repo_path), mode)
+
+    def list_files(self, saltenv: str) -> list[str]:
+        out: set[str] = set()
+        for mount in self.mounts(saltenv):
+            out.update(mount.files())
+        return sorted(out)
+
+
+class GitfsSource(_MountReader):
+    """Salt's gitfs backend over the cached clones of ``gitfs_remotes``."""
+
+    def __init__(self, remotes: list[Remote], cache_root: str):
+        super().__init__()
+        self.repos = [CachedRepo(remote, cache_root) for remote in remotes]
+        self._problems: dict[str, str] = {}
+        self._envs: tuple[tuple, list[str]] | None = None
+        self._mounts: dict[str, tuple[tuple, list[Mount]]] = {}
+
+    def problems(self) -> list[str]:
+        """Why some remotes serve nothing (not fetched yet, damaged cache), one line per remote."""
+        self.saltenvs()
+        return list(self._problems.values())
+
+    def _stamps(self) -> tuple:
+        return tuple(repo.stamp() for repo in self.repos)
+
+    def saltenvs(self) -> list[str]:
+        stamps = self._stamps()
+        if self._envs is not None and self._envs[0] == stamps:
+            return list(self._envs[1])
+        envs: set[str] = set()
+        for cached in self.repos:
+            try:
+                if cached.open() is None:
+                    cached.require()  # raises: not fetched yet
+                envs.update(cached.remote.envs_from_refs(cached.branches(), cached.tags()))
+                self._problems.pop(cached.remote.id, None)
+            except GitCacheError as exc:
+                self._problems[cached.remote.id] = str(exc)
+        self._envs = (stamps, sorted(envs))
+        return sorted(envs)
+
+    def mounts(self, saltenv: str) -> list[Mount]:
+        stamps = self._stamps()
+        cached_mounts = self._mounts.get(saltenv)
+        if cached_mounts is not None and cached_mounts[0] == stamps:
+            return cached_mounts[1]
+        found = self._resolve(saltenv)
+        if saltenv in self.saltenvs():  # commit-id saltenvs are resolved each time: the cache stays bounded
+            self._mounts[saltenv] = (stamps, found)
+        return found
+
+    def _resolve(self, saltenv: str) -> list[Mount]:
+        known = saltenv in self.saltenvs()
+        out = []
+        for cached in self.repos:
+            remote = cached.remote
+            if not (known or is_hex(saltenv) or remote.fallback):
+                continue
+            if not remote.exposes(saltenv):
+                continue
+            ref = remote.ref_for(saltenv)
+            if ref is None:
+                continue
+            try:
+                if cached.open() is None:
+                    continue
+                commit = cached.commit(ref, remote.ref_types)
+                if commit is None and remote.fallback:
+                    ref = remote.fallback
+                    commit = cached.commit(ref, remote.ref_types)
+            except GitCacheError:
+                continue  # reported by problems()
+            if commit is None:
+                continue
+            out.append(Mount(cached, commit, ref, remote.root_for(saltenv), remote.mountpoint_for(saltenv)))
+        return out
+
+
+class TreeMounts(_MountReader):
+    """Fixed trees per saltenv: {saltenv: [Mount, ...]} (git_pillar's pillar_roots)."""
+
+    def __init__(self, mounts: dict[str, list[Mount]]):
+        super().__init__()
+        self._mounts = mounts
+
+    def saltenvs(self) -> list[str]:
+        return list(self._mounts)
+
+    def mounts(self, saltenv: str) -> list[Mount]:
+        return self._mounts.get(saltenv, [])
+
+
+class BackendChain:
+    """Backends in ``fileserver_backend`` order: first to have a file serves it; saltenvs are the union."""
+
+    def __init__(self, backends: list[FileSource]):
+        self.backends = backends
+
+    def saltenvs(self) -> list[str]:
+        out: list[str] = []
+        for backend in self.backends:
+            out.extend(env for env in backend.saltenvs() if env not in out)
+        return out
+
+    def get(self, saltenv: str, relpath: str) -> SourceFile | None:
+        for backend in self.backends:
+            found = backend.get(saltenv, relpath)
+            if found is not None:
+                return found
+        return None
+
+    def fetch(self, saltenv: str, relpath: str) -> FetchedFile | None:
+        for backend in self.backends:
+            found = backend.fetch(saltenv, relpath)
+            if found is not None:
+                return found
+        return None
+
+    def list_files(self, saltenv: str) -> list[str]:
+        out: set[str] = set()
+        for backend in self.backends:
+            out.update(backend.list_files(saltenv))
+        return sorted(out)
+
+    def problems(self) -> list[str]:
+        out: list[str] = []
+        for backend in self.backends:
+            report = getattr(backend, "problems", None)
+            if callable(report):
+                out.extend(report())
+        return out

@@ -1,0 +1,3 @@
+database:
+  port: 5432
+  replicas: {{ grains.get('replicas', 1) }}

@@ -1,0 +1,2 @@
+shared:
+  from: extpillar repo (root pillar)

@@ -1,0 +1,5 @@
+base:
+  'db*':
+    - database
+  '*':
+    - shared

@@ -1,0 +1,2 @@
+who: dev-branch
+release: testing

@@ -1,0 +1,3 @@
+{{ saltenv }}:
+  '*':
+    - common

@@ -1,0 +1,4 @@
+who: master-branch
+release: stable
+users:
+  - alice

@@ -1,0 +1,3 @@
+site:
+  name: {{ grains['id'] }}.example.com
+  branch: master

@@ -1,0 +1,6 @@
+{{ saltenv }}:
+  '*':
+    - common
+  'role:web':
+    - match: grain
+    - roles.web

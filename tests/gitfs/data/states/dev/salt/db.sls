@@ -1,0 +1,4 @@
+db_service:
+  service.running:
+    - name: postgresql
+    - enable: True

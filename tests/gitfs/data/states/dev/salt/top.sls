@@ -1,0 +1,4 @@
+dev:
+  'G@role:web':
+    - match: compound
+    - web

@@ -1,0 +1,9 @@
+base:
+  '*':
+    - common
+  'G@role:web':
+    - match: compound
+    - web
+    - formulas.nginx
+  'db*':
+    - db
