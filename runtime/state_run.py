@@ -37,7 +37,7 @@ def _parse_salt_url(url: str, default_env: str) -> tuple[str, str]:
 class StateRunner:
     """Everything one state run needs, built from a ModuleEnv."""
 
-    def __init__(self, env: ModuleEnv, pillar: Mapping[str, Any]):
+    def __init__(self, env: ModuleEnv, pillar: dict[str, Any]):
         self.env = env
         self.opts = env.opts
         self.pillar = pillar

@@ -91,8 +91,8 @@ def password_matches(role: str, password: str, verifier: str | None, encrypted: 
         if password.startswith("SCRAM-SHA-256"):
             return verifier == password
         match = re.match(r"^SCRAM-SHA-256\$(\d+):([^\$]+?)\$", verifier)
-        return bool(match) and verifier == scram_sha_256(password, base64.b64decode(match.group(2)),
-                                                         int(match.group(1)))
+        return match is not None and verifier == scram_sha_256(password, base64.b64decode(match.group(2)),
+                                                               int(match.group(1)))
     return verifier == password
 
 

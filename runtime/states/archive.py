@@ -75,17 +75,17 @@ def members(data_path: str, fmt: str) -> list[Member]:
                         out.append(Member(name, info.is_dir(), info.filename))
         else:
             with tarfile.open(data_path) as tf:
-                for info in tf.getmembers():
-                    name = _safe(info.name.rstrip("/"))
-                    if info.issym() or info.islnk():  # checked before anything is written
-                        target = info.linkname if info.islnk() else posixpath.join(posixpath.dirname(name),
-                                                                                  info.linkname)
-                        if info.linkname.startswith("/"):
-                            raise ArchiveError(f"Archive member '{info.name}' links to an absolute path: refusing "
+                for member in tf.getmembers():
+                    name = _safe(member.name.rstrip("/"))
+                    if member.issym() or member.islnk():  # checked before anything is written
+                        target = member.linkname if member.islnk() else posixpath.join(posixpath.dirname(name),
+                                                                                      member.linkname)
+                        if member.linkname.startswith("/"):
+                            raise ArchiveError(f"Archive member '{member.name}' links to an absolute path: refusing "
                                                "to extract")
                         _safe(target)
                     if name:
-                        out.append(Member(name, info.isdir(), name))
+                        out.append(Member(name, member.isdir(), name))
     except (tarfile.TarError, zipfile.BadZipFile, OSError, EOFError) as exc:
         raise ArchiveError(f"Unable to list contents of the archive: {exc}") from None
     return out

@@ -110,8 +110,9 @@ def parse(text: str) -> Tab:
             tab.env.append((name, value))
         elif len(line.split(" ")) > 5:
             comps = line.split(" ")
-            tab.jobs.append(Job(" ".join(comps[5:]), *comps[:5], comment=comment, identifier=identifier,
-                                commented=disabled))
+            minute, hour, daymonth, month, dayweek = comps[:5]
+            tab.jobs.append(Job(" ".join(comps[5:]), minute, hour, daymonth, month, dayweek, comment=comment,
+                                identifier=identifier, commented=disabled))
             comment = identifier = None
     return tab
 

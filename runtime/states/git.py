@@ -79,7 +79,8 @@ def _with_credentials(url: str, https_user: Any, https_pass: Any) -> str:
 def _identities(ctx: StateContext, identity: Any, tmpdir: str) -> list[str]:
     """Local paths of the identity files; GitError (Salt's wording) when some do not exist."""
     items = identity if isinstance(identity, list) else [identity]
-    paths, missing = [], []
+    paths: list[str] = []
+    missing: list[str] = []
     for item in (str(i) for i in items if i):
         if item.startswith("salt://"):
             fetched = _source.fetch(ctx, item)
