@@ -75,7 +75,7 @@ def with_globals(template: jinja2.Template, extra: Mapping[str, Any]) -> jinja2.
         context = dict(extra)
         context[RENDER_CONTEXT] = context
         context[RENDER_MODULES] = {}
-    bound.globals = ChainMap(context, template.globals)  # type: ignore[arg-type]
+    bound.globals = ChainMap(context, template.globals)
     bound._module = None
     return bound
 
@@ -104,7 +104,8 @@ class SaltTemplate(jinja2.Template):
                 module = modules.get(id(self))
                 if module is None or module[0] is not self:
                     module = modules[id(self)] = (self, with_globals(self, render).make_module())
-                return module[1]
+                made: jinja2.environment.TemplateModule = module[1]
+                return made
         return super()._get_default_module(ctx)
 
 
@@ -212,7 +213,8 @@ def _raise(msg: str) -> None:
 @jinja2.pass_context
 def _show_full_context(ctx: jinja2.runtime.Context) -> Any:
     """Salt's show_full_context(): the template's variables, non-plain values as their repr."""
-    return simple_types({key: value for key, value in ctx.items() if key not in (RENDER_CONTEXT, RENDER_MODULES)})
+    return simple_types({key: value for key, value in ctx.get_all().items()   # what ctx.items() reads
+                         if key not in (RENDER_CONTEXT, RENDER_MODULES)})
 
 
 def simple_types(data: Any) -> Any:

@@ -39,6 +39,12 @@ class FilterError(jinja2.TemplateRuntimeError):
 # -- bools, sequences, sets ---------------------------------------------------------------------------
 
 
+def _hashable(value: object) -> bool:
+    """Salt's test for "not a container": a list, dict or set is unhashable (no type narrowing here:
+    the value stays whatever Jinja passed)."""
+    return isinstance(value, Hashable)
+
+
 def to_bool(val: Any) -> bool:
     """salt.utils.jinja.to_bool: 'yes'/'1'/'true' (any case), a positive int, a non-empty container."""
     if val is None:
@@ -64,9 +70,9 @@ def sequence(data: Any) -> Any:
 def unique(values: Any) -> Any:
     """Salt's unique: a set for a hashable value (a string gives its characters), else the list of
     distinct items in order."""
-    if isinstance(values, Hashable):
+    if _hashable(values):
         return set(values)
-    out: list = []
+    out: list[Any] = []
     for value in values:
         if value not in out:
             out.append(value)
@@ -74,32 +80,32 @@ def unique(values: Any) -> Any:
 
 
 def union(lst1: Any, lst2: Any) -> Any:
-    if isinstance(lst1, Hashable) and isinstance(lst2, Hashable):
+    if _hashable(lst1) and _hashable(lst2):
         return set(lst1) | set(lst2)
     return unique(lst1 + lst2)
 
 
 def intersect(lst1: Any, lst2: Any) -> Any:
-    if isinstance(lst1, Hashable) and isinstance(lst2, Hashable):
+    if _hashable(lst1) and _hashable(lst2):
         return set(lst1) & set(lst2)
     return unique([ele for ele in lst1 if ele in lst2])
 
 
 def difference(lst1: Any, lst2: Any) -> Any:
-    if isinstance(lst1, Hashable) and isinstance(lst2, Hashable):
+    if _hashable(lst1) and _hashable(lst2):
         return set(lst1) - set(lst2)
     return unique([ele for ele in lst1 if ele not in lst2])
 
 
 def symmetric_difference(lst1: Any, lst2: Any) -> Any:
-    if isinstance(lst1, Hashable) and isinstance(lst2, Hashable):
+    if _hashable(lst1) and _hashable(lst2):
         return set(lst1) ^ set(lst2)
     both = intersect(lst1, lst2)
     return unique([ele for ele in union(lst1, lst2) if ele not in both])
 
 
 def lst_avg(lst: Any) -> float:
-    if not isinstance(lst, Hashable):
+    if not _hashable(lst):
         return float(sum(lst) / len(lst))
     return float(lst)
 
@@ -118,15 +124,15 @@ def is_iter(thing: Any, ignore: Any = (str,)) -> bool:
         return False
 
 
-def flatten(data: Iterable, levels: int | None = None, preserve_nulls: bool = False,
-            _ids: set[int] | None = None) -> list:
+def flatten(data: Iterable[Any], levels: int | None = None, preserve_nulls: bool = False,
+            _ids: set[int] | None = None) -> list[Any]:
     """salt.utils.data.flatten: nested iterables (not strings) spliced in; None/'None'/'null' dropped
     unless preserve_nulls."""
     _ids = set() if _ids is None else _ids
     if id(data) in _ids:
         raise RecursionError("Reference cycle detected. Check input list.")
     _ids.add(id(data))
-    out: list = []
+    out: list[Any] = []
     for element in data:
         if not preserve_nulls and element in (None, "None", "null"):
             continue
@@ -142,25 +148,25 @@ def flatten(data: Iterable, levels: int | None = None, preserve_nulls: bool = Fa
     return out
 
 
-def exactly_n(iterable: Iterable, amount: int = 1) -> bool:
+def exactly_n(iterable: Iterable[Any], amount: int = 1) -> bool:
     items = iter(iterable)
     return all(any(items) for _ in range(amount)) and not any(items)
 
 
-def exactly_one(iterable: Iterable) -> bool:
+def exactly_one(iterable: Iterable[Any]) -> bool:
     return exactly_n(iterable)
 
 
-def substring_in_list(string_to_search_for: str, list_to_search: Iterable) -> bool:
+def substring_in_list(string_to_search_for: str, list_to_search: Iterable[str]) -> bool:
     return any(string_to_search_for in s for s in list_to_search)
 
 
-def sorted_ignorecase(to_sort: Iterable) -> list:
+def sorted_ignorecase(to_sort: Iterable[str]) -> list[str]:
     return sorted(to_sort, key=lambda x: x.lower())
 
 
-def compare_lists(old: Any = None, new: Any = None) -> dict:
-    ret: dict = {}
+def compare_lists(old: Any = None, new: Any = None) -> dict[str, list[Any]]:
+    ret: dict[str, list[Any]] = {}
     for item in new:
         if item not in old:
             ret.setdefault("new", []).append(item)
@@ -170,7 +176,7 @@ def compare_lists(old: Any = None, new: Any = None) -> dict:
     return ret
 
 
-def compare_dicts(old: Any = None, new: Any = None) -> dict:
+def compare_dicts(old: Any = None, new: Any = None) -> dict[Any, dict[str, Any]]:
     ret = {}
     for key in set(new or {}).union(old or {}):
         if key not in old:
@@ -182,7 +188,7 @@ def compare_dicts(old: Any = None, new: Any = None) -> dict:
     return ret
 
 
-def to_entries(data: Any) -> list[dict]:
+def to_entries(data: Any) -> list[dict[str, Any]]:
     if isinstance(data, dict):
         return [{"key": key, "value": value} for key, value in data.items()]
     if isinstance(data, list):
@@ -190,7 +196,7 @@ def to_entries(data: Any) -> list[dict]:
     raise FilterError("Input data must be a dict or list")
 
 
-def from_entries(entries: Iterable) -> dict:
+def from_entries(entries: Iterable[Mapping[Any, Any]]) -> dict[Any, Any]:
     ret = {}
     for entry in entries:
         lowered = {str(k).lower(): v for k, v in entry.items()}
@@ -202,7 +208,7 @@ def from_entries(entries: Iterable) -> dict:
     return ret
 
 
-def mysql_to_dict(data: Iterable[str], key: str) -> dict:
+def mysql_to_dict(data: Iterable[str], key: str) -> dict[Any, dict[str, Any]]:
     ret = {}
     headers = [""]
     for line in data:
@@ -217,13 +223,13 @@ def mysql_to_dict(data: Iterable[str], key: str) -> dict:
     return ret
 
 
-def random_sample(value: Any, size: int, seed: Any = None) -> list:
+def random_sample(value: Any, size: int, seed: Any = None) -> list[Any]:
     if seed is None:
         return random.sample(value, size)
     return random.Random(hash(seed)).sample(value, size)
 
 
-def random_shuffle(value: Any, seed: Any = None) -> list:
+def random_shuffle(value: Any, seed: Any = None) -> list[Any]:
     return random_sample(value, len(value), seed=seed)
 
 
@@ -420,14 +426,14 @@ def _flags(ignorecase: bool, multiline: bool) -> int:
     return (re.I if ignorecase else 0) | (re.M if multiline else 0)
 
 
-def regex_search(txt: str, rgx: str, ignorecase: bool = False, multiline: bool = False) -> tuple | None:
+def regex_search(txt: str, rgx: str, ignorecase: bool = False, multiline: bool = False) -> tuple[Any, ...] | None:
     found = re.search(rgx, txt, _flags(ignorecase, multiline))
     if not found:
         return None
     return found.groups() or (found.group(),)
 
 
-def regex_match(txt: str, rgx: str, ignorecase: bool = False, multiline: bool = False) -> tuple | None:
+def regex_match(txt: str, rgx: str, ignorecase: bool = False, multiline: bool = False) -> tuple[Any, ...] | None:
     found = re.match(rgx, txt, _flags(ignorecase, multiline))
     if not found:
         return None
@@ -453,12 +459,13 @@ def path_join(*parts: Any, **kwargs: Any) -> str:
     if kwargs:
         raise FilterError(f"path_join: unknown keyword arguments {', '.join(sorted(kwargs))}")
     pathlib = posixpath if use_posixpath else os.path
-    normed = [pathlib.normpath(str(p)) for p in parts]
+    normed: list[str] = [pathlib.normpath(str(p)) for p in parts]
     if not normed:
         return ""
     root, rest = normed[0], normed[1:]
-    joined = pathlib.join(root, *[p.lstrip(os.sep) for p in rest]) if rest else root
-    return pathlib.normpath(joined)
+    joined: str = pathlib.join(root, *[p.lstrip(os.sep) for p in rest]) if rest else root
+    normed_path: str = pathlib.normpath(joined)
+    return normed_path
 
 
 # -- dates ----------------------------------------------------------------------------------------
@@ -515,7 +522,8 @@ def hmac_compute(string: Any, shared_secret: Any) -> str:
 
 def random_hash(size: int = 9999999999, hash_type: str | None = None) -> str:
     hasher = getattr(hashlib, hash_type or "md5")
-    return hasher(_bytes(str(random.SystemRandom().randint(0, size)))).hexdigest()
+    digest: str = hasher(_bytes(str(random.SystemRandom().randint(0, size)))).hexdigest()
+    return digest
 
 
 def random_str(size: int = 32) -> str:
@@ -545,22 +553,24 @@ def _encode_scalar(value: Any) -> Any:
     return value
 
 
-def json_encode_dict(data: Mapping, *args: Any, **kwargs: Any) -> dict:
+def json_encode_dict(data: Mapping[Any, Any], *args: Any, **kwargs: Any) -> dict[Any, Any]:
     """salt.utils.data.encode_dict: every string key and value as UTF-8 bytes."""
-    return _encode(data)
+    encoded: dict[Any, Any] = _encode(data)
+    return encoded
 
 
-def json_encode_list(data: Iterable, *args: Any, **kwargs: Any) -> list:
+def json_encode_list(data: Iterable[Any], *args: Any, **kwargs: Any) -> list[Any]:
     """salt.utils.data.encode_list: every string as UTF-8 bytes."""
-    return _encode(list(data))
+    encoded: list[Any] = _encode(list(data))
+    return encoded
 
 
 # -- YAML / JSON output and input (salt.utils.yamlencoding, the serializer extension) ---------------
 
-_SafeDumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+_SafeDumper: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
-class _SaltSafeDumper(_SafeDumper):
+class _SaltSafeDumper(_SafeDumper):  # type: ignore[misc]
     """salt.utils.yamldumper.SafeOrderedDumper: OrderedDict keeps its order, unknown types are NULL."""
 
 
@@ -666,7 +676,7 @@ def yaml_encode(data: Any) -> Any:
     return node.value
 
 
-def dict_to_sls_yaml_params(value: Mapping, flow_style: Any = False) -> Markup:
+def dict_to_sls_yaml_params(value: Mapping[Any, Any], flow_style: Any = False) -> Markup:
     return yaml_filter([{key: val} for key, val in value.items()], flow_style=flow_style)
 
 
@@ -674,7 +684,7 @@ def xml_filter(value: Any) -> Markup:
     from xml.dom import minidom
     from xml.etree.ElementTree import Element, SubElement, tostring  # noqa: S405 - building, not parsing
 
-    def normalize(item: Any) -> list:
+    def normalize(item: Any) -> list[Any]:
         if isinstance(item, (list, tuple)):
             return list(item) if item and isinstance(item[0], str) else []
         if isinstance(item, dict):
@@ -705,7 +715,7 @@ def xml_filter(value: Any) -> Markup:
 
 def json_query(data: Any, expr: str) -> Any:
     try:
-        import jmespath
+        import jmespath  # type: ignore[import-untyped]  # ships no type information
     except ImportError:
         raise FilterError("json_query requires jmespath module installed") from None
     return jmespath.search(expr, data)
@@ -812,7 +822,8 @@ def test_match(txt: Any, rgx: str, ignorecase: bool = False, multiline: bool = F
 
 
 def test_equalto(value: Any, other: Any) -> bool:
-    return value == other
+    equal: bool = value == other
+    return equal
 
 
 TESTS: dict[str, Any] = {

@@ -50,12 +50,14 @@ def which(ctx: jinja2.runtime.Context, exe: Any = None) -> Any:
 
 @jinja2.pass_context
 def file_hashsum(ctx: jinja2.runtime.Context, path: str, form: str = "sha256", chunk_size: int = 65536) -> str:
-    return _salt(ctx, "file.get_hash")(path, form, chunk_size)
+    digest: str = _salt(ctx, "file.get_hash")(path, form, chunk_size)
+    return digest
 
 
-def _stats(ctx: jinja2.runtime.Context, path: str) -> dict | None:
+def _stats(ctx: jinja2.runtime.Context, path: str) -> dict[str, Any] | None:
     try:
-        return _salt(ctx, "file.stats")(path)
+        stats: dict[str, Any] | None = _salt(ctx, "file.stats")(path)
+        return stats
     except HostFilterError:
         raise
     except Exception:  # noqa: BLE001 - a path that does not exist
@@ -65,7 +67,9 @@ def _stats(ctx: jinja2.runtime.Context, path: str) -> dict | None:
 @jinja2.pass_context
 def is_empty(ctx: jinja2.runtime.Context, filename: str) -> bool:
     found = _stats(ctx, filename)
-    return bool(found) and found.get("size") == 0
+    if not found:
+        return False
+    return found.get("size") == 0
 
 
 def _head(ctx: jinja2.runtime.Context, path: str, size: int) -> bytes | None:

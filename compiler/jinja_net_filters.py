@@ -6,10 +6,11 @@ from __future__ import annotations
 import ipaddress
 import random
 import types
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-_OPTIONS = {
+# option name -> test of an address (an ipaddress object) of IP version v
+_OPTIONS: dict[str, Callable[[Any, int], bool]] = {
     "global": lambda ip, v: not ip.is_private,
     "link-local": lambda ip, v: ip.is_link_local,
     "linklocal": lambda ip, v: ip.is_link_local,
@@ -86,7 +87,7 @@ def ipaddr(value: Any, options: str | None = None) -> Any:
     return v4 + v6
 
 
-def _filter_ipaddr(value: Any, options: str | None, version: int | None = None) -> list | None:
+def _filter_ipaddr(value: Any, options: str | None, version: int | None = None) -> Sequence[Any] | None:
     if version == 4:
         out = ipv4(value, options)
     elif version == 6:
@@ -145,7 +146,7 @@ def filter_by_networks(values: Any, networks: Any) -> Any:
         return values
     nets = [ipaddress.ip_network(network) for network in networks]
 
-    def keep(ips: Any) -> list:
+    def keep(ips: Any) -> list[Any]:
         return [ip for ip in ips for net in nets if ipaddress.ip_address(ip) in net]
 
     if isinstance(values, Mapping):

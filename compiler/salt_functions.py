@@ -76,7 +76,7 @@ def no_functions(minion_id: str, grains: Mapping[str, Any], pillar: Mapping[str,
     return EmptyFunctions()
 
 
-class SaltFunctions(Mapping):
+class SaltFunctions(Mapping[str, Any]):
     """The ``salt`` variable of a template."""
 
     def __init__(self, functions: FunctionMap):

@@ -114,7 +114,7 @@ def traverse(data: Any, key: Any, default: Any = None, delimiter: str = DEFAULT_
     return ptr
 
 
-def _step_list(ptr: list, each: Any) -> tuple[Any, bool]:
+def _step_list(ptr: list[Any], each: Any) -> tuple[Any, bool]:
     try:
         idx = int(each)
     except (TypeError, ValueError):
@@ -131,7 +131,7 @@ def _step_list(ptr: list, each: Any) -> tuple[Any, bool]:
         return ptr, False
 
 
-def update(dest: MutableMapping, upd: Mapping, recursive_update: bool = True, merge_lists: bool = False) -> Any:
+def update(dest: MutableMapping[Any, Any], upd: Mapping[Any, Any], recursive_update: bool = True, merge_lists: bool = False) -> Any:
     """salt.utils.dictupdate.update: merge upd into dest, in place; returns dest."""
     if not isinstance(dest, Mapping) or not isinstance(upd, Mapping):
         raise TypeError("Cannot update using non-dict types in dictupdate.update()")
@@ -159,7 +159,7 @@ def update(dest: MutableMapping, upd: Mapping, recursive_update: bool = True, me
     return dest
 
 
-def merge(obj_a: MutableMapping, obj_b: Mapping, strategy: str = "smart", renderer: str = "yaml",
+def merge(obj_a: MutableMapping[Any, Any], obj_b: Mapping[Any, Any], strategy: str = "smart", renderer: str = "yaml",
           merge_lists: bool = False) -> Any:
     """salt.utils.dictupdate.merge: smart, recurse, aggregate, overwrite, list or none."""
     if strategy == "smart":
@@ -182,7 +182,7 @@ def merge(obj_a: MutableMapping, obj_b: Mapping, strategy: str = "smart", render
     return update(deepcopy(obj_a), obj_b)  # Salt logs "Unknown merging strategy" and recurses
 
 
-def filter_by(lookup_dict: Mapping, lookup: str, data: Any, merge: Any = None, default: Any = "default",
+def filter_by(lookup_dict: Mapping[Any, Any], lookup: str, data: Any, merge: Any = None, default: Any = "default",
               base: Any = None) -> Any:
     """salt.utils.data.filter_by: the lookup_dict entry whose key (a glob) matches the value at
     ``lookup`` in data (each item, for a list value); else the ``default`` entry; ``base``
@@ -206,7 +206,7 @@ def filter_by(lookup_dict: Mapping, lookup: str, data: Any, merge: Any = None, d
         elif isinstance(base_values, Mapping):
             if not isinstance(ret, Mapping):
                 raise FilterByError("filter_by default and look-up values must both be dictionaries.")
-            ret = update(deepcopy(base_values), ret)  # type: ignore[arg-type]
+            ret = update(deepcopy(base_values), ret)
     if merge:
         if not isinstance(merge, Mapping):
             raise FilterByError("filter_by merge argument must be a dictionary.")
