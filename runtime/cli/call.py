@@ -7,11 +7,14 @@ import json
 import logging
 import socket
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runtime.cli.options import OUTPUTS, add_log_level, add_out, offline_config, parse_fun_args
 from runtime.config import ConfigError
 from runtime.state_returns import STATE_FUNCTIONS, state_retcode
+
+if TYPE_CHECKING:
+    from runtime.modules import ModuleEnv
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -25,7 +28,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=run)
 
 
-def masterless_env(opts: dict[str, Any], need_pillar: bool):
+def masterless_env(opts: dict[str, Any], need_pillar: bool) -> ModuleEnv:
     from compiler.roots import LocalRoots
     from runtime import grains as grains_mod
     from runtime import pipeline

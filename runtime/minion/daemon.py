@@ -39,7 +39,9 @@ from runtime.state_returns import STATE_FUNCTIONS, state_retcode
 
 if TYPE_CHECKING:
     from compiler.pillar import PillarCompiler
+    from compiler.roots import FileSource
     from runtime.minion.remote import RemoteFiles
+    from runtime.modules import ModuleEnv
 
 log = logging.getLogger("saltpan.minion")
 
@@ -406,7 +408,7 @@ class Minion:
             return self.local_pillar(), []
         return dict(self.call_master(self.pillar_request()).pillar), []
 
-    def state_source(self) -> Any:
+    def state_source(self) -> FileSource:
         if option(self.opts, "file_client", str) == "local":
             from compiler.roots import LocalRoots
 
@@ -419,7 +421,7 @@ class Minion:
         self._remote_files.new_run()
         return self._remote_files
 
-    def module_env(self, jid: str | None):
+    def module_env(self, jid: str | None) -> ModuleEnv:
         from runtime.modules import ModuleEnv
 
         return ModuleEnv(

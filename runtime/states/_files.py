@@ -155,7 +155,8 @@ def stats(path: str, follow_symlinks: bool = True) -> Stats | None:
     )
 
 
-def _owner_differs(wanted: Any, current_id: int, current_name: str, resolve) -> bool:
+def _owner_differs(wanted: Any, current_id: int, current_name: str,
+                   resolve: Callable[[Any], int | None]) -> bool:
     if wanted in (None, ""):
         return False
     if wanted == current_name or wanted == current_id:
