@@ -70,7 +70,6 @@ INJECTION_SLS = {
     "include_outside": "{% include '../secret.sls' %}\n",
     "import_outside": "{% import_text '../secret.txt' as s %}\nx: {{ s }}\n",
     "import_absolute": "{% import_yaml '{secret_sls}' as s %}\nx: {{ s }}\n",
-    "show_full_context": "x: {{ show_full_context() }}\n",
 }
 
 

@@ -108,3 +108,26 @@ def test_errors_never_name_paths_outside_the_roots(outside: Path) -> None:
     text = json.dumps(result.pillar)
     assert "_errors" in result.pillar and "SECRET-OUTSIDE" not in text
     assert str(outside / "secret") not in text, text
+
+
+def test_show_full_context_gives_the_templates_variables_as_text(outside: Path) -> None:
+    """Salt's show_full_context() global (render_capture: globals/show_full_context) is no gadget:
+    it gives the template's own variables (what ``{{ grains }}``, ``{{ opts }}`` ... already give),
+    every value that is not plain data as its repr, a string: nothing it returns leads on to an
+    object, so no attribute chain starts from it; the render's internal keys are left out."""
+    files = {"top.sls": "base:\n  '*':\n    - probe\n",
+             "probe.sls": "{% set c = show_full_context() %}\n"
+                          "x: {{ c | json }}\n"
+                          "chain: {{ c['cycler'].__init__ is undefined }}\n"}
+    pillar = compile_pillar(outside / "tree", files, grains={"os": "Debian"}).pillar
+    assert "_errors" not in pillar, pillar
+    context = pillar["x"]
+    assert {"grains", "pillar", "opts", "salt", "sls", "saltenv", "tpldir"} <= set(context)
+    assert context["grains"]["os"] == "Debian" and context["sls"] == "probe"
+    assert all(isinstance(v, (str, int, float, bool, dict, list)) or v is None for v in context.values())
+    assert isinstance(context["cycler"], str) and isinstance(context["salt"], str)
+    assert pillar["chain"] is True
+    assert not [key for key in context if key.startswith("saltpan:")], sorted(context)
+    text = json.dumps(context)
+    assert not [word for word in ("__builtins__", "__globals__", "TemplateReference", "SECRET-OUTSIDE")
+                if word in text], text[:500]

@@ -68,7 +68,7 @@ def _publish_medians(client: LocalClient, atk=None, rounds: int = 12) -> dict[st
             published = client.publish(tgt, "test.ping", tgt_type=tgt_type)
             timings[kind].append(time.monotonic() - started)
             if atk is not None:
-                atk.allow_job(published["jid"])
+                atk.allow_job(published.jid)
     return {kind: statistics.median(t) for kind, t in timings.items()}
 
 
