@@ -35,8 +35,8 @@ if TYPE_CHECKING:
     from runtime.minion.jobs import JobRegistry
 
 MODULES = ("alternatives", "cmd", "config", "cp", "defaults", "dnsutil", "environ", "file", "git", "grains",
-           "group", "log", "match", "mine", "network", "pillar", "pkg", "saltutil", "slsutil", "state", "status",
-           "sys", "test", "user")
+           "group", "log", "match", "mine", "network", "pillar", "pkg", "saltutil", "service", "slsutil", "state",
+           "status", "sys", "test", "user")
 
 
 class CommandError(Exception):
