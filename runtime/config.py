@@ -105,6 +105,20 @@ OPTIONS: dict[str, Option] = {
                                    "--validate reports); `--unmask` shows them. JSON/YAML pillar output is never "
                                    "masked. See docs/fleet.md.", salt=SALTPAN_ONLY),
     "nodegroups": Option({}, "dict", "both", "Named compound targets: {name: expression or list}."),
+    # the Salt mine (docs/mine.md)
+    "mine_enabled": Option(True, "bool", "minion", "Run mine.update when the minion starts and every mine_interval."),
+    "mine_interval": Option(60, "num", "minion", "Minutes between two mine.update runs of the minion (a fraction "
+                            "of a minute is allowed; 0 runs it at start only).",
+                            unit="minutes"),
+    "mine_functions": Option({}, "dict", "both",
+                             "Functions whose results the minion sends to the mine: {name: [args...]}, or "
+                             "{alias: [{mine_function: fun}, args..., {allow_tgt: ..}, {allow_tgt_type: ..}]}; "
+                             "also read from pillar (and the master's config through pillar_opts), merged.",
+                             salt="Salt reads it with this default (not in its default options)"),
+    "mine_get": Option(None, "dict", "master",
+                       "Which minions may read which mine functions: {minion id regex: [function regex, ...]}; "
+                       "unset: every minion reads every function.",
+                       salt="Salt reads it when set (not in its default options)"),
     # file server backends: gitfs and git_pillar (docs/gitfs.md)
     "fileserver_backend": Option(["roots"], "list", "both",
                                  "File server backends in order: roots (file_roots), gitfs (or git). The first "
@@ -356,9 +370,6 @@ INSTEAD: dict[str, str] = {
     "return": "returns go to the master only; there are no returners",
     "cache": "the minion data cache is saltpan's SQLite database under cachedir",
     "minion_data_cache": "saltpan always keeps the minion data cache (grains, last pillar) for targeting",
-    "mine_functions": "saltpan keeps no mine: mine.get answers {}",
-    "mine_interval": "saltpan keeps no mine: mine.get answers {}",
-    "mine_enabled": "saltpan keeps no mine: mine.get answers {}",
     "schedule": "saltpan has no scheduler: run `saltpan run` from cron or a systemd timer",
     "beacons": "saltpan runs no beacons",
     "engines": "saltpan runs no engines",

@@ -112,6 +112,15 @@ class Minion:
     async def run(self, stop: asyncio.Event) -> None:
         self.loop = asyncio.get_running_loop()
         self.events = asyncio.Queue()
+        mine = asyncio.create_task(self.mine_loop(stop), name="mine")
+        try:
+            await self.session_loop(stop)
+        finally:
+            mine.cancel()
+            await asyncio.gather(mine, return_exceptions=True)
+        self.abandoned = self.jobs.running()  # still running as the minion stops
+
+    async def session_loop(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
             delay = self.backoff.delay()
             if delay:
@@ -154,7 +163,34 @@ class Minion:
                     self.backoff.reset()
             if not stop.is_set():
                 self.backoff.failed()
-        self.abandoned = self.jobs.running()  # still running as the minion stops
+
+    # -- the mine -----------------------------------------------------------------------
+    async def mine_loop(self, stop: asyncio.Event) -> None:
+        """Salt's ``__mine_interval`` schedule: mine.update once the minion has registered (and has
+        its pillar, which may hold mine_functions), then every ``mine_interval`` minutes, whatever
+        happens to sessions in between.  A failed update is logged; the next one runs on time."""
+        if not option(self.opts, "mine_enabled", bool):
+            return
+        interval = option(self.opts, "mine_interval", float) * 60
+        loop = asyncio.get_running_loop()
+        while not stop.is_set():
+            while not self.started or self.session is None:
+                if await _stopped_within(stop, 0.2):
+                    return
+            await loop.run_in_executor(self.executor, self.mine_update)
+            if interval <= 0 or await _stopped_within(stop, interval):
+                return
+
+    def mine_update(self) -> None:
+        from runtime import modules
+
+        try:
+            stored = modules.call(self.module_env(None), "mine.update")
+        except Exception as exc:  # noqa: BLE001 - the mine must never stop the minion
+            log.warning("%smine.update failed: %s", self.prefix, exc)
+            return
+        if stored is not None:
+            log.info("%smine updated", self.prefix)
 
     async def run_session(self, session: Session, stop: asyncio.Event) -> None:
         grant = session.grant
@@ -430,7 +466,16 @@ class Minion:
             refresh_grains=lambda: self.fire_local("grains_refresh", {},
                                                    wait=option(self.opts, "refresh_timeout", float)),
             state_source=self.state_source(), fire_event=lambda tag, data: self.fire_local(tag, dict(data)),
-            jid=jid, jobs=self.jobs)
+            # looked up at each call: a job process (procjob) replaces call_master by its pipe to the parent
+            master=lambda message: self.call_master(message), jid=jid, jobs=self.jobs)
+
+
+async def _stopped_within(stop: asyncio.Event, seconds: float) -> bool:
+    try:
+        await asyncio.wait_for(stop.wait(), seconds)
+    except TimeoutError:
+        return False
+    return True
 
 
 def _plain(value: Any) -> Any:

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from compiler.roots import FileSource
     from compiler.salt_functions import FunctionMap, FunctionsFactory
     from runtime.minion.jobs import JobRegistry
+    from runtime.protocol.session import Requester
 
 MODULES = ("alternatives", "cmd", "config", "cp", "defaults", "dnsutil", "environ", "file", "git", "grains",
            "group", "log", "match", "mine", "network", "pillar", "pkg", "saltutil", "service", "slsutil", "state",
@@ -73,6 +74,9 @@ class ModuleEnv:
     pillar_source: FileSource | None = None
     # fire an event on the local bus / to the master: True when it was handed over
     fire_event: Callable[[str, Mapping[str, Any]], bool] | None = None
+    # one sealed request to the master (a minion with a master: the mine, cp's transfers); None
+    # masterless and offline
+    master: Requester | None = None
     jid: str | None = None
     # running jobs on this minion (saltutil.running / find_job / kill_job)
     jobs: JobRegistry | None = None
@@ -130,6 +134,11 @@ def function(name: str) -> Function:
         known = ", ".join(sorted(n.split(".", 1)[1] for n in _module_functions(mod)))
         raise FunctionNotFound(f"'{name}' is not available: module '{mod}' has {known}")
     return found
+
+
+def has_function(env: ModuleEnv, name: str) -> bool:
+    """Whether 'mod.fun' can be called on this host."""
+    return isinstance(name, str) and name in registry()
 
 
 def lookup(name: str) -> Callable[..., Any]:

@@ -20,6 +20,10 @@ from runtime.protocol.session import (
     GrainsUpload,
     Heartbeat,
     JobReturn,
+    MineDelete,
+    MineFlush,
+    MineGet,
+    MineStore,
     MinionEvent,
     MinionEvents,
     PillarRequest,
@@ -34,7 +38,8 @@ __all__ = ["CLASSIFY_LIMITS", "CLEAR_COMMANDS", "COMMANDS", "INNER_MESSAGES", "R
 # Every request of the protocol, in the order docs/protocol.md lists them.
 REQUESTS: tuple[type[Request[Any]], ...] = (
     AuthHello, Publish, JobReturns,
-    Heartbeat, PublishKeyRequest, JobReturn, PillarRequest, GrainsUpload, MinionEvents,
+    Heartbeat, PublishKeyRequest, JobReturn, PillarRequest, GrainsUpload, MineStore, MineGet, MineDelete, MineFlush,
+    MinionEvents,
     FileEnvs, FileList, DirList, FileFind, FileHash, ServeFile,
 )
 
