@@ -79,13 +79,16 @@ def offline_config(given: str | None, role: str = "minion") -> dict[str, Any]:
 # ---------------------------------------------------------------- function arguments
 
 def yamlify(value: str) -> Any:
-    """Salt's CLI argument parsing: numbers, booleans, lists and dicts are YAML; the rest stays text."""
+    """Salt's CLI argument parsing: numbers, booleans, lists and dicts are YAML (read by Salt's YAML
+    loader: a leading 0 does not make an octal number); the rest stays text."""
     import yaml
 
     if not value or value.strip() != value and " " in value:
         return value
+    from compiler.yamlload import SaltYamlLoader
+
     try:
-        parsed = yaml.safe_load(value)
+        parsed = yaml.load(value, Loader=SaltYamlLoader)   # Salt's loader: 0644 is 644, as salt-call reads it
     except yaml.YAMLError:
         return value
     if parsed is None and value.strip().lower() not in ("null", "none", "~"):

@@ -1,6 +1,7 @@
 """Execution modules: the ONE registry of execution functions.
 
-Each module ``runtime/modules/<name>_mod.py`` exposes plain functions
+Each module ``runtime/modules/<name>_mod.py`` (with the private modules its ``PARTS`` names)
+exposes plain functions
 ``fun(env: ModuleEnv, *args, **kwargs)``, each declared with a decorator of
 ``runtime.modules.registry`` (``@pure``, ``@reads_host``, ``@runs_command``,
 ``@job``) that says what it needs; the decorated functions are the module's
@@ -102,14 +103,18 @@ class Function:
 
 @functools.cache
 def _module_functions(mod: str) -> dict[str, Function]:
+    """The declared functions of ``<mod>_mod.py`` and of the private modules its ``PARTS`` names
+    (a large module split by concern: file's reads and file's changes)."""
     module = importlib.import_module(f"runtime.modules.{mod}_mod")
+    parts = [module, *(importlib.import_module(f"runtime.modules.{part}") for part in getattr(module, "PARTS", ()))]
     out: dict[str, Function] = {}
-    for attr, value in vars(module).items():
-        decl = declared(value)
-        if decl is None or getattr(value, "__module__", None) != module.__name__:
-            continue
-        name = f"{mod}.{decl.name or attr}"
-        out[name] = Function(name, value, decl.access, decl.absent)
+    for part in parts:
+        for attr, value in vars(part).items():
+            decl = declared(value)
+            if decl is None or getattr(value, "__module__", None) != part.__name__:
+                continue
+            name = f"{mod}.{decl.name or attr}"
+            out[name] = Function(name, value, decl.access, decl.absent)
     return out
 
 
