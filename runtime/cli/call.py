@@ -84,7 +84,8 @@ def run(args: argparse.Namespace) -> int:
     except modules.FunctionNotFound as exc:
         print(str(exc), file=sys.stderr)
         return 1
-    env = masterless_env(opts, need_pillar=fun.startswith(("pillar.", "saltutil.", "config.", "mine.")))
+    env = masterless_env(opts, need_pillar=fun.startswith(("pillar.", "saltutil.", "config.", "mine.", "match."))
+                        or fun == "cp.get_template")
     try:
         result = modules.call(env, fun, fun_args, fun_kwargs)
     except modules.CommandError as exc:
