@@ -151,12 +151,19 @@ def _username() -> str:
         return str(os.geteuid())
 
 
-def minion_grains(opts: Mapping[str, Any], minion_id: str, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Core grains, then the grains file, then config `grains`, then extra; `id` always the minion id."""
-    grains = core_grains()
+def grains_file(opts: Mapping[str, Any]) -> str | None:
+    """The file of the minion's own grains (grains.setval writes it): ``grains_file``, else Salt's
+    ``grains`` beside the config file; None without either."""
     path = opts.get("grains_file")
     if not path and opts.get("conf_file"):
         path = os.path.join(os.path.dirname(str(opts["conf_file"])), "grains")  # Salt's <confdir>/grains
+    return str(path) if path else None
+
+
+def minion_grains(opts: Mapping[str, Any], minion_id: str, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Core grains, then the grains file, then config `grains`, then extra; `id` always the minion id."""
+    grains = core_grains()
+    path = grains_file(opts)
     if path and os.path.isfile(path):
         import yaml
 
