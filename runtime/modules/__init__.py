@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from runtime.minion.jobs import JobRegistry
     from runtime.protocol.session import Requester
 
-MODULES = ("alternatives", "cmd", "config", "cp", "defaults", "dnsutil", "environ", "file", "git", "grains",
+MODULES = ("alternatives", "cmd", "config", "cp", "defaults", "disk", "dnsutil", "environ", "file", "git", "grains",
            "group", "log", "match", "mine", "network", "pillar", "pkg", "saltutil", "service", "slsutil", "state",
            "status", "sys", "test", "user")
 
