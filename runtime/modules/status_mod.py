@@ -126,11 +126,12 @@ def diskusage(env: ModuleEnv, *args: str) -> dict[str, Any]:
 
 @reads_host(absent=constant(""))
 def pid(env: ModuleEnv, sig: str) -> str:
-    """The ids of the processes whose `ps -efHww` line matches the regex sig, one per line."""
+    """The ids of the processes whose `ps -efHww` line matches the regex sig, one per line (this
+    process left out)."""
     listing = subprocess.run(["ps", "-efHww"], capture_output=True, text=True, timeout=60, check=False).stdout
     mine = str(os.getpid())
     found = [line.split()[1] for line in listing.splitlines()[1:]
-             if mine not in line and re.search(sig, line) and len(line.split()) > 1]
+             if len(line.split()) > 1 and line.split()[1] != mine and re.search(sig, line)]
     return "\n".join(found)
 
 
