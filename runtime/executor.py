@@ -63,6 +63,8 @@ class Executor:
     functions: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
     test: bool = False
     failhard: bool = False
+    # custom state functions synced to this host (runtime.modules.custom), looked up before saltpan's
+    custom_states: Callable[[str, str], Callable[..., dict] | None] | None = None
     running: dict[str, dict] = field(default_factory=dict)
     pre: dict[str, dict] = field(default_factory=dict)
     run_num: int = 0
@@ -207,7 +209,8 @@ class Executor:
     def call(self, low: dict, prereq: bool = False, attempt: int = 1) -> dict:
         start = _now()
         test = True if prereq else self.test
-        func = resolve(str(low["state"]), str(low["fun"]))
+        custom = self.custom_states(str(low["state"]), str(low["fun"])) if self.custom_states else None
+        func = custom if custom is not None else resolve(str(low["state"]), str(low["fun"]))
         ret: dict[str, Any]
         if isinstance(func, Missing):
             ret = {"result": False, "name": low.get("name"), "changes": {},

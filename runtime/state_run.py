@@ -7,7 +7,7 @@ environment's FileSource (local roots or the master's file server).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from compiler.errors import CompileError
@@ -103,7 +103,13 @@ class StateRunner:
 
     def execute(self, lowstate: Lowstate, test: bool) -> dict[str, dict]:
         failhard = option(self.opts, "failhard", bool)
-        executor = Executor(lowstate, self.context, self.env.grains, self.functions, test=test, failhard=failhard)
+        from runtime.modules import custom
+
+        def custom_state(state: str, fun: str) -> Callable[..., dict] | None:
+            return custom.state_function(self.env, state, fun)
+
+        executor = Executor(lowstate, self.context, self.env.grains, self.functions, test=test, failhard=failhard,
+                            custom_states=custom_state)
         return executor.apply()
 
 

@@ -79,13 +79,14 @@ def run(args: argparse.Namespace) -> int:
     opts["file_client"] = "local"
     fun = args.fun
     fun_args, fun_kwargs = parse_fun_args(args.args)
-    try:
-        modules.lookup(fun)
-    except modules.FunctionNotFound as exc:
-        print(str(exc), file=sys.stderr)
-        return 1
     env = masterless_env(opts, need_pillar=fun.startswith(("pillar.", "saltutil.", "config.", "mine.", "match."))
-                        or fun == "cp.get_template")
+                         or fun == "cp.get_template" or fun not in modules.registry())   # custom: __pillar__
+    if not modules.has_function(env, fun):   # saltpan's functions and synced custom modules
+        try:
+            modules.lookup(fun)
+        except modules.FunctionNotFound as exc:
+            print(str(exc), file=sys.stderr)
+            return 1
     try:
         result = modules.call(env, fun, fun_args, fun_kwargs)
     except modules.CommandError as exc:

@@ -142,8 +142,15 @@ def function(name: str) -> Function:
 
 
 def has_function(env: ModuleEnv, name: str) -> bool:
-    """Whether 'mod.fun' can be called on this host."""
-    return isinstance(name, str) and name in registry()
+    """Whether 'mod.fun' can be called on this host (saltpan's, or a synced custom module's)."""
+    return isinstance(name, str) and (name in registry() or name in custom_functions(env))
+
+
+def custom_functions(env: ModuleEnv) -> dict[str, Callable[..., Any]]:
+    """The functions of the custom modules synced to this host (``runtime.modules.custom``)."""
+    from runtime.modules import custom
+
+    return custom.loaded(env).functions
 
 
 def lookup(name: str) -> Callable[..., Any]:
@@ -158,8 +165,19 @@ def check_arguments(func: Callable[..., Any], name: str, env: Any, args: Any, kw
 
 
 def call(env: ModuleEnv, name: str, args: list | tuple = (), kwargs: Mapping[str, Any] | None = None) -> Any:
-    func = lookup(name)
+    """Run 'mod.fun' on this host: a synced custom module's function first (it shadows saltpan's
+    of the same name, as a custom module does in Salt), else the registry's."""
     kwargs = dict(kwargs or {})
+    custom = custom_functions(env).get(name) if isinstance(name, str) else None
+    if custom is not None:
+        try:
+            inspect.signature(custom).bind(*args, **kwargs)
+        except TypeError as exc:
+            raise CommandError(f"Passed invalid arguments to {name}: {exc}\n\nUsage:\n{doc_of(custom)}") from None
+        except ValueError:
+            pass   # no signature to check (a builtin): the call itself says what is wrong
+        return custom(*args, **kwargs)
+    func = lookup(name)
     check_arguments(func, name, env, args, kwargs)
     return func(env, *args, **kwargs)
 
@@ -184,6 +202,7 @@ def function_table(env: ModuleEnv) -> dict[str, Any]:
             return call(env, _name, args, kwargs)
 
         table[name] = bound
+    table.update(custom_functions(env))
     return table
 
 
@@ -241,10 +260,17 @@ class TemplateFunctions:
             return fn.absent is not None
         return True
 
+    def _custom(self) -> dict[str, Callable[..., Any]]:
+        """Synced custom modules: live renders only (an offline compile never runs tree code)."""
+        return {} if self.offline else custom_functions(self.env)
+
     def __getitem__(self, name: str) -> Callable[..., Any]:
         found = self._bound.get(name)
         if found is not None:
             return found
+        custom = self._custom().get(name) if isinstance(name, str) else None
+        if custom is not None:
+            return custom
         fn = registry().get(name) if isinstance(name, str) else None
         if fn is None or not self._callable(fn):
             raise KeyError(name)
@@ -281,11 +307,15 @@ class TemplateFunctions:
         return answer
 
     def __contains__(self, name: object) -> bool:
+        if isinstance(name, str) and name in self._custom():
+            return True
         fn = registry().get(name) if isinstance(name, str) else None
         return fn is not None and self._callable(fn)
 
     def __iter__(self) -> Iterator[str]:
-        return (name for name, fn in registry().items() if self._callable(fn))
+        custom = self._custom()
+        yield from custom
+        yield from (name for name, fn in registry().items() if self._callable(fn) and name not in custom)
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
