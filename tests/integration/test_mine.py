@@ -45,6 +45,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
                                              "  roles:\n    - mine_function: grains.get\n    - roles\n")
     (base / "states").mkdir()
     (base / "states" / "haproxy.sls").write_text(HAPROXY_SLS)
+    (base / "states" / "_modules").mkdir()
+    (base / "states" / "_modules" / "rack.py").write_text(
+        "def location():\n    return __grains__['id'] + '@' + __salt__['grains.get']('roles')[0]\n")
     c = Cluster(base, master_opts={"mine_get": {"web[0-9]+$": [".*"]}})
     for minion_id, address in ADDRESSES.items():
         role = "db" if minion_id.startswith("db") else "web"
@@ -124,3 +127,11 @@ def test_sys_list_functions_lists_every_execution_function(cluster: Cluster) -> 
 def test_a_malformed_target_is_a_clear_error(cluster: Cluster) -> None:
     got = cluster.run_json("web1", "mine.get", "G@roles:web and (", "network.ip_addrs", "compound")
     assert got["web1"].startswith("ERROR: the master refused _mine_get: invalid compound target"), got
+
+
+def test_custom_modules_synced_from_the_master_feed_the_mine(cluster: Cluster) -> None:
+    synced = cluster.run_json("*", "saltutil.sync_modules")
+    assert synced == dict.fromkeys(ADDRESSES, ["modules.rack"])
+    assert cluster.run_json("web1", "rack.location") == {"web1": "web1@web"}
+    assert cluster.run_json("db1", "mine.send", "location", "mine_function=rack.location") == {"db1": True}
+    assert cluster.run_json("web2", "mine.get", "db1", "location") == {"web2": {"db1": "db1@db"}}
