@@ -95,8 +95,12 @@ def yamlify(value: str) -> Any:
         return value
     if isinstance(parsed, int) and not isinstance(parsed, bool) and not -2**63 <= parsed < 2**64:
         return value  # a 20-digit jid: an int this large cannot travel in msgpack, and means the text
-    if isinstance(parsed, (int, float, bool, list, dict)) or parsed is None:
-        return parsed
+    if isinstance(parsed, dict) and not value.startswith("{"):
+        return value  # Salt: a mapping must be written in braces (`a: b` stays text)
+    if isinstance(parsed, list) and not value.startswith("["):
+        return value
+    if isinstance(parsed, (int, float, bool, list, dict, str)) or parsed is None:
+        return parsed  # a quoted string loses its quotes, as in salt-call ("'0644'" is the text 0644)
     return value
 
 

@@ -113,6 +113,8 @@ def _module_functions(mod: str) -> dict[str, Function]:
             decl = declared(value)
             if decl is None or getattr(value, "__module__", None) != part.__name__:
                 continue
+            if attr.startswith("_") and not decl.name:
+                continue   # a private alias of a public function (saltutil's _refresh_pillar)
             name = f"{mod}.{decl.name or attr}"
             out[name] = Function(name, value, decl.access, decl.absent)
     return out
