@@ -95,6 +95,8 @@ def yamlify(value: str) -> Any:
         return value
     if isinstance(parsed, int) and not isinstance(parsed, bool) and not -2**63 <= parsed < 2**64:
         return value  # a 20-digit jid: an int this large cannot travel in msgpack, and means the text
+    if parsed == "" and value in ("|", "!"):
+        return value  # YAML reads these as empty text; Salt keeps them
     if isinstance(parsed, dict) and not value.startswith("{"):
         return value  # Salt: a mapping must be written in braces (`a: b` stays text)
     if isinstance(parsed, list) and not value.startswith("["):

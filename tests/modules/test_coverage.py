@@ -35,5 +35,6 @@ def test_every_listed_function_is_called_through_saltpan_call() -> None:
 
 
 def test_the_tests_call_only_functions_that_exist() -> None:
-    unknown = sorted(set(called_functions(("call",))) - set(modules.list_functions()))
+    ours = {name for name in called_functions(("call",)) if name.split(".", 1)[0] in modules.MODULES}
+    unknown = sorted(ours - set(modules.list_functions()))   # custom modules of the tests left aside
     assert not unknown, f"tests call functions the registry does not have: {unknown}"
