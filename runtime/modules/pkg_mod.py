@@ -5,7 +5,9 @@ offer (latest_version, upgrade_available, list_upgrades, refresh_db), installing
 Installed packages are read with dpkg-query (Debian family) or rpm (RedHat/Suse family); offline
 (and on a host without either tool) nothing is installed: version() is '' and list_pkgs() is {}.
 Installing and removing go through the same package-manager code as the pkg states
-(runtime/states/pkg.py: apt-get or dnf), with Salt's return shapes.
+(runtime/states/pkg.py: apt-get or dnf), with Salt's return shapes.  ``pkg.upgrade`` (upgrading
+every package of the host at once) is not provided: use ``pkg.install`` of the packages, or the
+``pkg.latest`` state.
 """
 
 from __future__ import annotations

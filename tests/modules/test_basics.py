@@ -137,3 +137,10 @@ def test_sys(minion: Minion) -> None:
                                                                    "kwargs": "kwargs"}}
     assert "service.running" in minion.call("sys.list_state_functions", "service")
     assert {"file", "pkg", "service"} <= set(minion.call("sys.list_state_modules"))
+
+
+def test_dnsutil_serial_update_stores_a_grain(minion: Minion) -> None:
+    today = time.strftime("%Y%m%d01")
+    assert minion.call("dnsutil.serial", "example.org", "update=True") == today
+    assert minion.call("dnsutil.serial", "example.org") == today                    # read back from the grain
+    assert minion.call("dnsutil.serial", "example.org", "update=True") == str(int(today) + 1)
