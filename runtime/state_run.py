@@ -103,10 +103,10 @@ class StateRunner:
 
     def execute(self, lowstate: Lowstate, test: bool) -> dict[str, dict]:
         failhard = option(self.opts, "failhard", bool)
-        from runtime.modules import custom
+        from runtime import modules
 
         def custom_state(state: str, fun: str) -> Callable[..., dict] | None:
-            return custom.state_function(self.env, state, fun)
+            return modules.custom_state(self.env, state, fun)
 
         executor = Executor(lowstate, self.context, self.env.grains, self.functions, test=test, failhard=failhard,
                             custom_states=custom_state)

@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
+from runtime.modules import custom
 from runtime.modules.registry import Access, declared
 
 if TYPE_CHECKING:
@@ -148,11 +149,19 @@ def has_function(env: ModuleEnv, name: str) -> bool:
     return isinstance(name, str) and (name in registry() or name in custom_functions(env))
 
 
-def custom_functions(env: ModuleEnv) -> dict[str, Callable[..., Any]]:
-    """The functions of the custom modules synced to this host (``runtime.modules.custom``)."""
-    from runtime.modules import custom
+def custom_modules(env: ModuleEnv) -> custom.Loaded:
+    """The custom modules synced to this host, as this job sees them (``runtime.modules.custom``)."""
+    return custom.loaded(env, lambda: function_table(env))
 
-    return custom.loaded(env).functions
+
+def custom_functions(env: ModuleEnv) -> dict[str, Callable[..., Any]]:
+    """The functions of the custom modules synced to this host."""
+    return custom_modules(env).functions
+
+
+def custom_state(env: ModuleEnv, state: str, fun: str) -> Callable[..., dict[str, Any]] | None:
+    """A custom state function synced to this host, called as the executor calls state functions."""
+    return custom.state_function(env, lambda: function_table(env), state, fun)
 
 
 def lookup(name: str) -> Callable[..., Any]:

@@ -36,15 +36,28 @@ import threading
 import types
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from runtime.modules import ModuleEnv
+    from compiler.roots import FileSource
 
 log = logging.getLogger("saltpan.modules.custom")
 
 KINDS = ("modules", "states")
 CACHE_KEY = "custom_modules"      # ModuleEnv.extra: this job's loaded custom modules
+
+
+class ModuleEnv(Protocol):
+    """What this module reads of ``runtime.modules.ModuleEnv`` (which imports this module)."""
+
+    opts: dict[str, Any]
+    grains: dict[str, Any]
+    pillar: dict[str, Any]
+    state_source: FileSource | None
+    extra: dict[str, Any]
+
+
+FunctionTable = Callable[[], Mapping[str, Callable[..., Any]]]
 
 
 def extmods_dir(opts: Mapping[str, Any]) -> str:
@@ -150,13 +163,8 @@ def _compiled(path: str) -> types.CodeType:
 class SaltFunctions(Mapping[str, Callable[..., Any]]):
     """``__salt__`` of a custom module: every execution function of the job's host, by name."""
 
-    def __init__(self, env: ModuleEnv):
-        self._env = env
-
-    def _table(self) -> Mapping[str, Any]:
-        from runtime import modules
-
-        return modules.function_table(self._env)
+    def __init__(self, table: FunctionTable):
+        self._table = table
 
     def __getitem__(self, name: str) -> Callable[..., Any]:
         return self._table()[name]
@@ -181,8 +189,9 @@ class Loaded:
     errors: dict[str, str]
 
 
-def loaded(env: ModuleEnv) -> Loaded:
-    """This job's custom modules (loaded on first use; nothing when the extmods dir is empty)."""
+def loaded(env: ModuleEnv, table: FunctionTable) -> Loaded:
+    """This job's custom modules (loaded on first use; nothing when the extmods dir is empty);
+    ``table`` gives their ``__salt__`` (runtime.modules.function_table of the job)."""
     found = env.extra.get(CACHE_KEY)
     if isinstance(found, Loaded):
         return found
@@ -196,16 +205,16 @@ def loaded(env: ModuleEnv) -> Loaded:
         except OSError:
             continue
         for filename in files:
-            _load_one(env, made, kind, os.path.join(directory, filename))
+            _load_one(env, table, made, kind, os.path.join(directory, filename))
     return made
 
 
-def _load_one(env: ModuleEnv, made: Loaded, kind: str, path: str) -> None:
+def _load_one(env: ModuleEnv, table: FunctionTable, made: Loaded, kind: str, path: str) -> None:
     name = os.path.basename(path)[:-3]
     context: dict[str, Any] = {}
     namespace: dict[str, Any] = {
         "__name__": f"saltpan_ext.{kind}.{name}", "__file__": path, "__builtins__": __builtins__,
-        "__salt__": SaltFunctions(env), "__opts__": env.opts, "__grains__": env.grains, "__pillar__": env.pillar,
+        "__salt__": SaltFunctions(table), "__opts__": env.opts, "__grains__": env.grains, "__pillar__": env.pillar,
         "__context__": context, "__utils__": {}, "__env__": str(env.opts.get("saltenv") or "base"),
         "__salt_system_encoding__": "utf-8"}
     if kind == "states":
@@ -221,14 +230,14 @@ def _load_one(env: ModuleEnv, made: Loaded, kind: str, path: str) -> None:
         return
     made.namespaces[f"{kind}.{virtual_name}"] = namespace
     aliases = namespace.get("__func_alias__") or {}
-    table = made.functions if kind == "modules" else made.states
+    public = made.functions if kind == "modules" else made.states
     for attr in namespace.get("__load__") or list(namespace):
         if attr.startswith("_"):
             continue
         func = namespace.get(attr)
         if not (inspect.isfunction(func) or isinstance(func, functools.partial)):
             continue
-        table[f"{virtual_name}.{aliases.get(attr, attr)}"] = func
+        public[f"{virtual_name}.{aliases.get(attr, attr)}"] = func
 
 
 def _virtual_name(namespace: dict[str, Any], name: str) -> str | None:
@@ -265,10 +274,10 @@ class _StateTable(Mapping[str, Callable[..., Any]]):
         return len(self._made.states)
 
 
-def state_function(env: ModuleEnv, state: str, fun: str) -> Callable[..., dict[str, Any]] | None:
+def state_function(env: ModuleEnv, table: FunctionTable, state: str, fun: str) -> Callable[..., dict[str, Any]] | None:
     """A custom state function as the executor calls state functions, ``(ctx, name, **kwargs)``:
     the module sees ``__opts__["test"]``, ``__low__`` and ``__env__`` of the call."""
-    made = loaded(env)
+    made = loaded(env, table)
     func = made.states.get(f"{state}.{fun}")
     if func is None:
         return None

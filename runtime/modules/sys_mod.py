@@ -100,6 +100,4 @@ def _state_functions(env: ModuleEnv) -> dict[str, list[str]]:
 
 
 def _custom_states(env: ModuleEnv) -> list[str]:
-    from runtime.modules import custom
-
-    return list(custom.loaded(env).states)
+    return list(modules.custom_modules(env).states)
