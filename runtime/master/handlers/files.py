@@ -1,4 +1,5 @@
-"""The file server (``salt://``) for minions: paths resolved under ``file_roots`` only (SECURITY.md class 4)."""
+"""The file server (``salt://``) for minions: ``fileserver_backend`` in order (file_roots, gitfs), paths
+resolved beneath each backend's roots only (SECURITY.md class 4)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, ClassVar
 
-from runtime import protocol
+from runtime import pipeline, protocol
 from runtime.config import option
 from runtime.master.fileserver import FileServer
 from runtime.master.handlers.context import WorkerContext
@@ -28,9 +29,10 @@ class FileHandlers:
         self._files: FileServer | None = None
 
     def files(self) -> FileServer:
-        """The file server over ``file_roots``, made at the first request."""
+        """The file server over ``pipeline.file_source`` (the master checked its configuration at
+        start), made at the first request; gitfs is read from the clones the master fetches."""
         if self._files is None:
-            self._files = FileServer(option(self.ctx.opts, "file_roots", dict),
+            self._files = FileServer(pipeline.file_source(self.ctx.opts),
                                      option(self.ctx.opts, "refusal_log_interval", float))
         return self._files
 
