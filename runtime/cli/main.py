@@ -14,7 +14,7 @@ from runtime.cli.options import TARGET_FLAGS
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from runtime.cli import call, compile, plane
+    from runtime.cli import call, compile, fileserver, plane
 
     parser = argparse.ArgumentParser(prog="saltpan", description="Salt-compatible pillar/state compiler and runner")
     parser.add_argument("--version", action="version", version="saltpan 0.1.0")
@@ -22,6 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     compile.register(sub)
     call.register(sub)
     plane.register(sub)
+    fileserver.register(sub)
     return parser
 
 

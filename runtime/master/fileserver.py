@@ -112,7 +112,17 @@ class FileServer:
         self.refusals = RateLimitedLog(log, refusal_log_interval)
 
     def envs(self) -> list[str]:
-        return self.source.saltenvs()
+        envs = self.source.saltenvs()
+        self._report_problems()
+        return envs
+
+    def _report_problems(self) -> None:
+        """Log, once per interval and remote, why a gitfs remote serves nothing (never fetched, damaged
+        clone): the minions see only that its files are missing."""
+        for backend in self.backends:
+            if not isinstance(backend, LocalRoots):
+                for problem in backend.problems():
+                    self.refusals.error(f"gitfs:{problem[:300]}", "file server: %s", problem)
 
     def _serves(self, backend: LocalRoots | GitfsSource, env: str) -> bool:
         if isinstance(backend, LocalRoots):
