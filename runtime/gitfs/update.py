@@ -80,6 +80,23 @@ def gitfs_event(results: list[FetchResult]) -> dict[str, Any]:
             "errors": [r.summary() for r in mine if not r.ok]}
 
 
+def masterless_fetch(opts: Mapping[str, Any]) -> list[str]:
+    """Fetch every gitfs and git_pillar remote, as Salt's masterless minion does on every call (its local
+    file server updates once per call, its git ext_pillar fetches whenever it compiles).  Returns one
+    warning per remote that failed (naming it, saying what is served instead) and per note (a
+    force-push).  Raises GitConfigError for a bad configuration."""
+    warnings: list[str] = []
+    for result in update(opts):
+        warnings.extend(result.notes)
+        if result.ok:
+            continue
+        if any("serving the last good revision" in note for note in result.notes):
+            warnings.append(result.summary())
+        else:
+            warnings.append(f"{result.summary()}; it was never fetched, so its files are missing")
+    return warnings
+
+
 def log_results(results: list[FetchResult], log: logging.Logger) -> None:
     """One line per remote that failed (error), changed (info), or has something to say (warning)."""
     for result in results:
