@@ -99,6 +99,7 @@ def new_repo(dest: str, name: str, branches: dict[str, dict[str, str | Link]]) -
         _write_files(work, branches[branch])
         git("add", "-A", cwd=work)
         git("commit", "-q", "-m", f"{name} {branch}", cwd=work)
+    git("checkout", "-q", names[0], cwd=work)  # the bare repository's HEAD: its first branch
     bare = os.path.join(dest, f"{name}.git")
     git("clone", "-q", "--bare", work, bare)
     shutil.rmtree(work)
