@@ -288,3 +288,20 @@ def test_force_push_unreachable_remote_and_damaged_cache(lab: Lab) -> None:
     assert lab.cluster.master.alive()
     assert lab.cluster.master_children() == children, "a master process died and was restarted"
     assert "Traceback" not in lab.master_log()
+
+
+@pytest.mark.parametrize("bad, message", [
+    ({"fileserver_backend": ["gitfs"], "gitfs_remotes": [{"file:///srv/git/x.git": [{"mountpont": "x"}]}]},
+     "gitfs_remotes[0] 'file:///srv/git/x.git': invalid parameter 'mountpont'"),
+    ({"fileserver_backend": ["roots", "hgfs"]}, "backend 'hgfs' is not supported by saltpan"),
+    ({"ext_pillar": [{"git": ["master /srv/git/pillar.git"]}]}, "is not a git URL saltpan can fetch"),
+], ids=["gitfs_param", "backend", "git_pillar_url"])
+def test_a_bad_git_configuration_keeps_the_master_from_starting(tmp_path: Path, bad: dict, message: str) -> None:
+    cluster = Cluster(tmp_path, master_opts=bad)
+    try:
+        cluster.write_master_conf()
+        proc = cluster.saltpan("master", "-c", str(cluster.master_conf), timeout=60)
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert proc.stderr.startswith("saltpan master: ") and message in proc.stderr
+    finally:
+        cluster.stop()
