@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import posixpath
 import stat
+from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -33,36 +34,44 @@ from runtime.gitfs.repo import CachedRepo, GitCacheError
 
 SYMLINK_DEPTH = 100  # Salt's SYMLINK_RECURSE_DEPTH
 TEXT_CACHE_SIZE = 20_000  # decoded files kept per source
+BLOB_CACHE_BYTES = 128 * 1024 * 1024  # bytes of the files last served, kept per source (a larger file is read per chunk)
+BLOB_CACHE_FILES = 64
 
 
 @dataclass(frozen=True)
 class Blob:
+    """A file found in a tree; its bytes are read (inflated) only when ``data`` is first asked for."""
+
     oid: pygit2.Oid
-    data: bytes
     mode: int
+    obj: pygit2.Blob
+
+    @property
+    def data(self) -> bytes:
+        return self.obj.data
 
 
 def find_blob(repo: pygit2.Repository, tree: pygit2.Tree, path: str) -> Blob | None:
     """The file at path in tree, following symlinks inside the tree; None for a directory or nothing.
 
     tree is the remote's root: a link leading out of it (``../x``, an absolute target) serves nothing.
+    Tree entries are looked at without reading the files' contents.
     """
     for _ in range(SYMLINK_DEPTH):
         try:
             entry = tree[path]
         except (KeyError, ValueError):
             return None
-        obj = repo.get(entry.id)
-        if not isinstance(obj, pygit2.Blob):
+        if not isinstance(entry, pygit2.Blob):
             return None  # a directory, or a submodule's commit
         if stat.S_ISLNK(entry.filemode):
-            target = obj.data.decode("utf-8", "replace")
+            target = entry.data.decode("utf-8", "replace")
             joined = posixpath.normpath(posixpath.join(posixpath.dirname(path), target))
             if target.startswith("/") or joined == ".." or joined.startswith("../"):
                 return None  # a link leading out of the root serves nothing
             path = joined
             continue
-        return Blob(entry.id, obj.data, entry.filemode)
+        return Blob(entry.id, entry.filemode, entry)
     return None
 
 
@@ -72,11 +81,10 @@ def walk_files(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str = "",
     as Salt skips them."""
     top = tree if top is None else top
     for entry in tree:
-        obj = repo.get(entry.id)
         path = f"{prefix}{entry.name}"
-        if isinstance(obj, pygit2.Tree):
-            yield from walk_files(repo, obj, path + "/", top)
-        elif isinstance(obj, pygit2.Blob):
+        if isinstance(entry, pygit2.Tree):
+            yield from walk_files(repo, entry, path + "/", top)
+        elif isinstance(entry, pygit2.Blob):
             if stat.S_ISLNK(entry.filemode) and find_blob(repo, top, path) is None:
                 continue  # a link out of the root, to a directory or to nothing: not a file here
             yield path
@@ -86,7 +94,7 @@ def subtree(repo: pygit2.Repository, tree: pygit2.Tree, root: str) -> pygit2.Tre
     if not root:
         return tree
     try:
-        obj = repo.get(tree[root].id)
+        obj = tree[root]
     except (KeyError, ValueError):
         return None
     return obj if isinstance(obj, pygit2.Tree) else None
@@ -166,10 +174,29 @@ def _file_mode(blob: Blob) -> int:
 
 
 class _MountReader:
-    """get / fetch / list_files over a list of mounts per saltenv; SourceFiles cached by blob."""
+    """get / fetch / open / list_files over a list of mounts per saltenv; SourceFiles cached by blob, and
+    the bytes of the files the file server served last (a minion downloads a large file chunk by chunk:
+    each chunk is a request, and inflating the blob again for each one would cost its whole size)."""
 
     def __init__(self) -> None:
         self._texts: dict[tuple[str, str], tuple[pygit2.Oid, str, SourceFile]] = {}
+        self._bytes: OrderedDict[str, bytes] = OrderedDict()
+        self._bytes_held = 0
+
+    def _blob_bytes(self, blob: Blob) -> bytes:
+        key = str(blob.oid)
+        data = self._bytes.get(key)
+        if data is not None:
+            self._bytes.move_to_end(key)
+            return data
+        data = blob.data
+        if len(data) <= BLOB_CACHE_BYTES:
+            self._bytes[key] = data
+            self._bytes_held += len(data)
+            while self._bytes_held > BLOB_CACHE_BYTES or len(self._bytes) > BLOB_CACHE_FILES:
+                _, dropped = self._bytes.popitem(last=False)
+                self._bytes_held -= len(dropped)
+        return data
 
     def mounts(self, saltenv: str) -> list[Mount]:
         raise NotImplementedError
@@ -217,7 +244,7 @@ class _MountReader:
         if found is None:
             return None
         blob, repo_path, mount = found
-        return BlobFile(blob.data, str(blob.oid), _file_mode(blob), mount.display(repo_path))
+        return BlobFile(self._blob_bytes(blob), str(blob.oid), _file_mode(blob), mount.display(repo_path))
 
     def list_files(self, saltenv: str) -> list[str]:
         out: set[str] = set()
