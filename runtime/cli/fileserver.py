@@ -97,6 +97,9 @@ def _update(args: argparse.Namespace, opts: dict[str, Any], backends: list[str],
             command: str) -> int:
     from runtime.client import ClientError, LocalClient
 
+    refused = _not_listening(opts)
+    if refused:
+        return _fail(command, f"{refused} (to fetch without a master: saltpan compile -c CONFIG --fetch)")
     try:
         reply = LocalClient(opts).fileserver_update(backends, remotes, args.timeout)
     except ClientError as exc:
@@ -119,6 +122,23 @@ def _update(args: argparse.Namespace, opts: dict[str, Any], backends: list[str],
         print(f"error: {remote.backend} remote '{remote.remote}': fetch failed; it keeps serving its last good "
               "revision", file=sys.stderr)
     return 1 if failed else 0
+
+
+def _not_listening(opts: dict[str, Any]) -> str | None:
+    """Why the master cannot be asked (nothing listens on its ret_port), at once rather than after the
+    long wait an update may take; None when something listens."""
+    import socket
+
+    from runtime.config import option
+
+    host = opts.get("interface") or "127.0.0.1"
+    host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else str(host)
+    port = option(opts, "ret_port", int)
+    try:
+        with socket.create_connection((host, port), timeout=5):
+            return None
+    except OSError as exc:
+        return f"the master is not running: nothing answers on {host}:{port} ({exc.strerror or exc})"
 
 
 def _read_locally(args: argparse.Namespace, opts: dict[str, Any], action: str, backends: list[str],

@@ -60,6 +60,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = hoist_options(argv, "call", {"--config", "-c", "--out", "-l", "--log-level"}, {"--local"})
     argv = hoist_options(argv, "run", {"--config", "-c", "--out", "-l", "--log-level", "--timeout", "-t",
                                        "--gather-job-timeout"}, {"--async", "--static", *TARGET_FLAGS.values()})
+    for command in ("fileserver", "git_pillar"):   # `saltpan fileserver update backend=gitfs -c CONF`
+        if argv[:1] == [command]:
+            argv = hoist_options(argv, command, {"--config", "-c", "--out", "-l", "--log-level", "--timeout", "-t"},
+                                 set())
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

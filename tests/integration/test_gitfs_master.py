@@ -42,9 +42,13 @@ STATES = {
         "salt/app/init.sls": APP_SLS,
         "salt/app/files/app.conf": "base branch v1, release={{ pillar.get('release', 'none') }}\n",
         "salt/leak.sls": Link("../secret.txt"),
+        # the same repository is a git_pillar remote too (root: pillar)
+        "pillar/top.sls": "{{ saltenv }}:\n  '*':\n    - site\n",
+        "pillar/site.sls": "site: from the states repository, master branch\n",
     },
     "dev": {
         "salt/top.sls": "dev:\n  '*':\n    - app\n",
+        "pillar/site.sls": "site: from the states repository, dev branch\n",
         "salt/app/files/app.conf": "dev branch v1, release={{ pillar.get('release', 'none') }}\n",
     },
 }
@@ -112,7 +116,8 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
                           ],
                           "gitfs_update_interval": 3600,
                           "git_pillar_update_interval": 3600,
-                          "ext_pillar": [{"git": [f"__env__ file://{repos}/pillar.git"]}],
+                          "ext_pillar": [{"git": [f"__env__ file://{repos}/pillar.git",
+                                                  {f"__env__ {daemon.url('states.git')}": [{"root": "pillar"}]}]}],
                           "fileserver_events": True,
                       })
     # one saltenv per minion, as gitfs users set it: without it a highstate runs every branch's top file
@@ -153,6 +158,10 @@ def test_state_apply_serves_files_from_the_branch_of_each_saltenv(lab: Lab) -> N
     assert state_ok(ret), ret
     assert (lab.sandbox("dev1") / "app.conf").read_text() == "dev branch v1, release=testing\n"
     assert not (lab.sandbox("dev1") / "nginx.conf").exists()
+    pillars = lab.cluster.run_json("-L", "web1,dev1", "pillar.items")
+    assert pillars["web1"]["site"] == "from the states repository, master branch"
+    assert pillars["dev1"]["site"] == "from the states repository, dev branch"
+    assert (pillars["web1"]["release"], pillars["dev1"]["release"]) == ("stable", "testing")
 
     listing = lab.cluster.run_json("web1", "cp.list_master")["web1"]
     assert {"app/init.sls", "formulas/nginx/init.sls", "roots_only.txt", "top.sls"} <= set(listing)
