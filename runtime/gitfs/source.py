@@ -34,7 +34,7 @@ from runtime.gitfs.repo import CachedRepo, GitCacheError
 
 SYMLINK_DEPTH = 100  # Salt's SYMLINK_RECURSE_DEPTH
 TEXT_CACHE_SIZE = 20_000  # decoded files kept per source
-BLOB_CACHE_BYTES = 128 * 1024 * 1024  # bytes of the files last served, kept per source (a larger file is read per chunk)
+BLOB_CACHE_BYTES = 64 * 1024 * 1024  # bytes of the files last served, kept per source (a larger file is read per chunk)
 BLOB_CACHE_FILES = 64
 
 
