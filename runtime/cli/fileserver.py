@@ -103,7 +103,8 @@ def _update(args: argparse.Namespace, opts: dict[str, Any], backends: list[str],
     try:
         reply = LocalClient(opts).fileserver_update(backends, remotes, args.timeout)
     except ClientError as exc:
-        return _fail(command, f"{exc} (to fetch without a master: saltpan compile -c CONFIG --fetch)")
+        hint = " (to fetch without a master: saltpan compile -c CONFIG --fetch)" if "did not answer" in str(exc) else ""
+        return _fail(command, f"{exc}{hint}")
     failed = [r for r in reply.remotes if not r.ok]
     if args.out:
         from runtime.cli import output
