@@ -31,14 +31,19 @@ def _df(*flags: str) -> list[list[str]]:
     return rows
 
 
-def _flags(args: Any) -> list[str]:
-    if not args:
+# the df flags Salt's disk module lets through, one letter each (its _clean_flags)
+DF_FLAGS = frozenset("aBhHikPlTtxv")
+
+
+def _flags(args: Any, caller: str) -> list[str]:
+    """Salt's check: every character of ``args`` must be an allowed df flag ('l', 'hT'; no dash)."""
+    if args is None or args == "":
         return []
-    text = str(args).lstrip("-")
-    if not text.isalpha():
+    text = str(args)
+    if any(flag not in DF_FLAGS for flag in text):
         from runtime.modules import CommandError
 
-        raise CommandError(f"Invalid flags passed: {args}")
+        raise CommandError(f"Invalid flag passed to {caller}")
     return [f"-{text}"]
 
 
@@ -47,14 +52,14 @@ def usage(env: ModuleEnv, args: Any = None) -> dict[str, Any]:
     """{mount point: {filesystem, 1K-blocks, used, available, capacity}} of the mounted file systems
     (args: df flags, e.g. 'l' for local ones only)."""
     return {c[5]: {"filesystem": c[0], "1K-blocks": c[1], "used": c[2], "available": c[3], "capacity": c[4]}
-            for c in _df(*_flags(args))}
+            for c in _df(*_flags(args, "disk.usage"))}
 
 
 @reads_host(absent=constant({}))
 def inodeusage(env: ModuleEnv, args: Any = None) -> dict[str, Any]:
     """{mount point: {inodes, used, free, use, filesystem}} of the mounted file systems."""
     return {c[5]: {"inodes": c[1], "used": c[2], "free": c[3], "use": c[4], "filesystem": c[0]}
-            for c in _df("-i", *_flags(args))}
+            for c in _df("-i", *_flags(args, "disk.inodeusage"))}
 
 
 @reads_host(absent=constant({}))

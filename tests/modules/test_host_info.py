@@ -104,4 +104,6 @@ def test_disk(minion: Minion) -> None:
     assert minion.call("disk.percent", "/") == usage["/"]["capacity"]
     assert minion.call("disk.percent", "/no/such/mount") == {}
     assert set(minion.call("disk.inodeusage")["/"]) == {"inodes", "used", "free", "use", "filesystem"}
-    assert "Invalid flags" in minion.error("disk.usage", "args=-1")
+    assert minion.error("disk.usage", "args=-l").strip() == "Error running 'disk.usage': Invalid flag passed to disk.usage"
+    assert minion.error("disk.inodeusage", "/").strip() == "Error running 'disk.inodeusage': Invalid flag passed to disk.inodeusage"
+    assert set(minion.call("disk.usage", "l")) <= set(usage)      # local file systems only, as df -l
