@@ -1,5 +1,5 @@
 """grains: read the minion's grains (get, item, items, ls, filter_by, has_value, equals, fetch) and
-set its own (setval, setvals, append, remove, delval, delkey: the minion's grains file, Salt's
+set its own (setval, setvals, set, append, remove, delval, delkey: the minion's grains file, Salt's
 ``<config dir>/grains`` or ``grains_file``)."""
 
 from __future__ import annotations
@@ -171,11 +171,72 @@ def _nested(env: ModuleEnv, key: str, value: Any, delimiter: str) -> tuple[str, 
     return key, value
 
 
+def _kind(value: Any) -> str | None:
+    if value is _MISSING:
+        return None
+    return "complex" if isinstance(value, (dict, list)) else "simple"
+
+
+@runs_command(name="set")
+def set_(env: ModuleEnv, key: str, val: Any = "", force: bool = False, destructive: bool = False,
+         delimiter: str = ":") -> dict[str, Any]:
+    """Set the grain key (nested keys with delimiter) in the grains file.  Conservative, as Salt's:
+    an existing dict or list, or a dict or list given over an existing value, is replaced only
+    with force=True; val None with destructive=True removes the key."""
+    import copy
+
+    ret: dict[str, Any] = {"comment": "", "changes": {}, "result": True}
+    force, destructive = _truthy(force), _truthy(destructive)
+    existing = copy.deepcopy(saltdata.traverse(env.grains, key, _MISSING, delimiter))
+    if existing is not _MISSING and existing == val and (val is not None or not destructive):
+        ret["comment"] = "Grain is already set"
+        return ret
+    if existing is not None and not force:
+        if _kind(existing) == "complex":
+            return {**ret, "result": False,
+                    "comment": f"The key '{key}' exists but is a dict or a list. Use 'force=True' to overwrite."}
+        if _kind(val) == "complex" and existing is not _MISSING:
+            return {**ret, "result": False, "comment": f"The key '{key}' exists and the given value is a dict "
+                                                       "or a list. Use 'force=True' to overwrite."}
+    value = val
+    while delimiter in key:
+        key, rest = key.rsplit(delimiter, 1)
+        parent = copy.deepcopy(saltdata.traverse(env.grains, key, {}, delimiter))
+        if isinstance(parent, dict):
+            if value is None and destructive:
+                parent.pop(rest, None)
+            else:
+                parent[rest] = value
+        elif isinstance(parent, list):
+            updated = False
+            for index, entry in enumerate(parent):
+                if entry == rest:
+                    parent[index] = {rest: value}
+                    updated = True
+                elif isinstance(entry, dict) and rest in entry:
+                    entry[rest] = value
+                    updated = True
+            if not updated:
+                parent.append({rest: value})
+        elif parent == rest or force:
+            parent = {rest: value}
+        else:
+            return {**ret, "result": False, "comment": f"The key '{key}' value is '{parent}', which is different "
+                                                       f"from the provided key '{rest}'. Use 'force=True' to overwrite."}
+        value = parent
+    stored = setval(env, key, value, destructive=destructive)
+    if isinstance(stored, dict):
+        ret["changes"] = stored
+    else:
+        ret.update(comment=stored, result=False)
+    return ret
+
+
 @runs_command()
 def delval(env: ModuleEnv, key: str, destructive: bool = False, force: bool = False) -> dict[str, Any]:
-    """Set the grain to None in the grains file (destructive=True: remove it)."""
-    setvals(env, {key: None}, destructive)
-    return {"comment": "", "changes": {key: None}, "result": True}
+    """Set the grain to None in the grains file (destructive=True: remove it); a dict or list
+    grain only with force=True (grains.set with val None)."""
+    return set_(env, key, None, force=force, destructive=destructive)
 
 
 @runs_command()

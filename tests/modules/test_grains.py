@@ -5,7 +5,9 @@
     grains.append b y          -> {b: [y]}, again -> "The val y was already in the list b"
     grains.remove b x          -> "The val x was not in the list b"
     grains.delval a            -> {comment: "", changes: {a: None}, result: True}  (a: null in the file)
-    grains.delkey role         -> {comment: "", changes: {role: None}, result: True} (role gone)
+    grains.delkey role         -> (role a list) result False, "The key 'role' exists but is a dict or a list.
+                                  Use 'force=True' to overwrite."; with force=True: changes {role: None}
+    grains.set (nested keys, lists, force): test_grains_set's sequence, every answer as Salt's
 """
 
 from __future__ import annotations
@@ -45,7 +47,40 @@ def test_setting_grains_writes_the_grains_file(minion: Minion) -> None:
     assert minion.call("grains.remove", "b", "x") == "The val x was not in the list b"
     assert minion.call("grains.delval", "a") == {"comment": "", "changes": {"a": None}, "result": True}
     assert yaml.safe_load(grains_file.read_text())["a"] is None
-    assert minion.call("grains.delkey", "role") == {"comment": "", "changes": {"role": None}, "result": True}
+    assert minion.call("grains.delkey", "role") == {
+        "comment": "The key 'role' exists but is a dict or a list. Use 'force=True' to overwrite.",
+        "changes": {}, "result": False}
+    assert minion.call("grains.get", "role") == ["web", "db"]
+    assert minion.call("grains.delkey", "role", "force=True") == {
+        "comment": "", "changes": {"role": None}, "result": True}
     assert yaml.safe_load(grains_file.read_text()) == {"a": None, "b": ["y"], "newlist": ["z"]}
     assert minion.call("grains.get", "role", "gone") == "gone"
     assert "must be a dictionary" in minion.error("grains.setvals", "[1, 2]")
+
+
+def _set(changes: dict | None = None, comment: str = "") -> dict:
+    return {"comment": comment, "changes": changes or {}, "result": True}
+
+
+def test_grains_set(minion: Minion) -> None:
+    """grains.set on nested keys, as Salt 3008.3 answered the same sequence (captured)."""
+    force = "Use 'force=True' to overwrite."
+    assert minion.call("grains.set", "apps:web:port", "80") == _set({"apps": {"web": {"port": 80}}})
+    assert minion.call("grains.set", "apps:web:port", "80") == _set(comment="Grain is already set")
+    refused = minion.call("grains.set", "apps:web", "{x: 1}")
+    assert refused == {"comment": f"The key 'apps:web' exists but is a dict or a list. {force}",
+                       "changes": {}, "result": False}
+    assert minion.call("grains.set", "apps:web:port", "81") == _set({"apps": {"web": {"port": 81}}})
+    assert minion.call("grains.set", "apps", "[a]", "force=True") == _set({"apps": ["a"]})
+    assert minion.call("grains.set", "apps:b", "1") == _set({"apps": ["a", {"b": 1}]})
+    assert minion.call("grains.set", "s", "1") == _set({"s": 1})
+    assert minion.call("grains.set", "s", "[1]") == {
+        "comment": f"The key 's' exists and the given value is a dict or a list. {force}", "changes": {},
+        "result": False}
+    assert minion.call("grains.set", "s:k", "2") == {
+        "comment": f"The key 's' value is '1', which is different from the provided key 'k'. {force}",
+        "changes": {}, "result": False}
+    assert minion.call("grains.delval", "nosuch") == _set({"nosuch": None})
+    assert minion.call("grains.delval", "apps:b", "destructive=True") == _set({"apps": ["a", {"b": None}]})
+    assert yaml.safe_load((minion.base / "grains").read_text()) == {
+        "apps": ["a", {"b": None}], "nosuch": None, "s": 1}
