@@ -1,5 +1,6 @@
 """What a state run returns, as Salt reports it: which execution functions return a state run,
-and the exit code a run means (the minion's retcode, ``saltpan call``'s exit status)."""
+the exit code a run means (the minion's retcode, ``saltpan call``'s exit status), and how their
+``test=`` argument reads."""
 
 from __future__ import annotations
 
@@ -17,3 +18,20 @@ def state_retcode(result: Any) -> int:
     if isinstance(result, dict) and any(isinstance(r, dict) and r.get("result") is False for r in result.values()):
         return 2
     return 0
+
+
+TRUE_WORDS = ("true", "1", "yes", "on")
+FALSE_WORDS = ("false", "0", "no", "off", "")
+
+
+def dry_run_flag(value: Any) -> bool:
+    """The ``test=`` argument of a state function as a boolean; ValueError for anything else
+    (``test=Tru`` must not apply for real)."""
+    if isinstance(value, str):
+        word = value.strip().lower()
+        if word in TRUE_WORDS or word in FALSE_WORDS:
+            return word in TRUE_WORDS
+    elif isinstance(value, (bool, int)):
+        return bool(value)
+    raise ValueError(f"test={value!r} is not a boolean: nothing was applied; pass test=True (a dry run) or "
+                     "test=False")

@@ -17,6 +17,7 @@ from compiler.roots import FileSource, valid_saltenv
 from runtime import pipeline
 from runtime.config import option
 from runtime.executor import Executor
+from runtime.state_returns import dry_run_flag
 from runtime.states import StateContext, has_mod_watch
 
 if TYPE_CHECKING:
@@ -107,6 +108,13 @@ class StateRunner:
         return executor.apply()
 
 
+def pillar_messages(pillar: Mapping[str, Any], errors: list[Any]) -> list[str]:
+    """Why the pillar failed: the compile's own errors (file:line, the cause) when it was compiled
+    here (masterless, a minion compiling its own); else the master's ``_errors`` (Salt's words:
+    the details are in the master's log)."""
+    return [str(e) for e in errors] or [str(m) for m in pillar.get("_errors") or []]
+
+
 def pillar_errors_result(errors: list[str]) -> list[str]:
     return ["Pillar failed to render with the following messages:", *[str(e) for e in errors]]
 
@@ -123,34 +131,39 @@ def fresh_pillar(env: ModuleEnv, override: Mapping[str, Any] | None = None) -> t
 
 
 def _test_mode(env: ModuleEnv, test: Any) -> bool:
+    """``test=`` of a state run (the config's ``test`` without one); a value that is not a boolean
+    is refused before anything runs."""
     if test is None:
         return option(env.opts, "test", bool)
-    if isinstance(test, str):
-        return test.strip().lower() in ("true", "1", "yes")
-    return bool(test)
+    try:
+        return dry_run_flag(test)
+    except ValueError as exc:
+        from runtime.modules import CommandError
+
+        raise CommandError(str(exc)) from None
 
 
 def highstate(env: ModuleEnv, mods: list[str] | None = None, test: Any = None, saltenv: str | None = None,
               pillar: Mapping[str, Any] | None = None) -> dict[str, dict] | list[str]:
     """Compile (fresh pillar) and apply the highstate, or the given sls."""
+    dry_run = _test_mode(env, test)
     pillar_data, errors = fresh_pillar(env, pillar)
-    messages = pillar_data.get("_errors") or [str(e) for e in errors]
     if errors or pillar_data.get("_errors"):
-        return pillar_errors_result(messages)
+        return pillar_errors_result(pillar_messages(pillar_data, errors))
     runner = StateRunner(env, pillar_data)
     result = pipeline.compile_states(env.opts, env.opts.get("id") or "", env.grains, pillar_data, "lowstate",
                                      compiler=runner.compiler, mods=mods, saltenv=saltenv)
     if result.errors:
         return [e.salt_message() for e in result.errors]
     assert result.lowstate is not None
-    return runner.execute(result.lowstate, _test_mode(env, test))
+    return runner.execute(result.lowstate, dry_run)
 
 
 def show(env: ModuleEnv, what: str, mods: list[str] | None = None, saltenv: str | None = None) -> Any:
     pillar_data, errors = fresh_pillar(env)
     if errors or pillar_data.get("_errors"):
-        raise CompileError("pillar_failed", "Pillar failed to render: " + "; ".join(
-            pillar_data.get("_errors") or [str(e) for e in errors]))
+        raise CompileError("pillar_failed", "Pillar failed to render: " + "; ".join(pillar_messages(pillar_data,
+                                                                                                     errors)))
     runner = StateRunner(env, pillar_data)
     result = pipeline.compile_states(env.opts, env.opts.get("id") or "", env.grains, pillar_data, what,
                                      compiler=runner.compiler, mods=mods, saltenv=saltenv, all_errors=True)
@@ -164,9 +177,10 @@ def single(env: ModuleEnv, fun: str, name: str, test: Any = None, **kwargs: Any)
     if fun.count(".") != 1:
         return [f"Invalid function passed: {fun!r} (use module.function)"]
     state, func = fun.split(".")
+    dry_run = _test_mode(env, test)
     pillar_data, errors = fresh_pillar(env)
     if errors or pillar_data.get("_errors"):
-        return pillar_errors_result(pillar_data.get("_errors") or [str(e) for e in errors])
+        return pillar_errors_result(pillar_messages(pillar_data, errors))
     chunk = {"state": state, "fun": func, "name": name, "__id__": name, "__sls__": None,
              "__env__": kwargs.pop("saltenv", None) or "base", **{k: v for k, v in kwargs.items()
                                                                    if not k.startswith("__")}}
@@ -175,4 +189,4 @@ def single(env: ModuleEnv, fun: str, name: str, test: Any = None, **kwargs: Any)
         return [str(getattr(p, "message", p)) for p in problems]
     lowstate.runs = [Run(0)]
     runner = StateRunner(env, pillar_data)
-    return runner.execute(lowstate, _test_mode(env, test))
+    return runner.execute(lowstate, dry_run)

@@ -7,10 +7,22 @@ import json
 import logging
 import socket
 import sys
+import traceback
 from typing import TYPE_CHECKING, Any
 
-from runtime.cli.options import OUTPUTS, add_log_level, add_out, offline_config, parse_fun_args
-from runtime.config import ConfigError
+from runtime.cli.errors import one_line
+from runtime.cli.options import (
+    OUTPUTS,
+    UsageError,
+    add_log_level,
+    add_out,
+    add_out_file,
+    add_state_output,
+    check_state_test,
+    offline_config,
+    parse_fun_args,
+)
+from runtime.cli.parser import did_you_mean
 from runtime.state_returns import STATE_FUNCTIONS, state_retcode
 
 if TYPE_CHECKING:
@@ -18,13 +30,33 @@ if TYPE_CHECKING:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("call", help="run an execution function on this host (masterless with --local)")
-    p.add_argument("--config", "-c", help="minion config file (default: the shipped example trees)")
-    p.add_argument("--local", action="store_true", help="masterless: files and pillar from the local roots")
-    add_out(p, (*OUTPUTS, "highstate"), help="outputter (default: highstate for states)")
-    add_log_level(p, help="log level (default warning)")
-    p.add_argument("fun", help="module.function, e.g. state.apply, test.ping, grains.items")
-    p.add_argument("args", nargs=argparse.REMAINDER, help="arguments and key=value keyword arguments")
+    p = sub.add_parser(
+        "call", help="run an execution function on this host (masterless with --local, as salt-call)",
+        description="Run an execution function on this host, masterless: files and pillar come from the local "
+                    "roots of the minion config (salt-call --local).  Options may follow the function's "
+                    "arguments (salt-call's habit); '--' ends the options.",
+        epilog="examples:\n"
+               "  saltpan call --local -c /etc/saltpan/minion state.apply test=True\n"
+               "  saltpan call --local grains.items --out json\n"
+               "  saltpan call --local sys.list_functions state\n"
+               "exit status (salt-call's): 0 done, 1 the function failed (a failed state, a failed command), 2 "
+               "a usage or config error; with --retcode-passthrough the function's own retcode (a failed "
+               "state 2).")
+    p.add_argument("--config", "-c", metavar="PATH",
+                   help="the minion config file (default: the shipped example trees)")
+    p.add_argument("--local", action="store_true",
+                   help="masterless: files and pillar from the local roots (implied by file_client: local)")
+    p.add_argument("--retcode-passthrough", dest="retcode_passthrough", action="store_true",
+                   help="exit with the function's own retcode (a failed state 2, a state run that did not "
+                        "compile 1) instead of 1 for any failure, as salt-call")
+    add_log_level(p)
+    output = p.add_argument_group("output")
+    add_out(output, (*OUTPUTS, "highstate"), help="output format (default highstate for state runs, else nested)")
+    add_out_file(output)
+    add_state_output(output)
+    p.add_argument("fun", metavar="FUNCTION", help="module.function, e.g. state.apply, test.ping, grains.items")
+    p.add_argument("args", nargs="*", metavar="ARG",
+                   help="the function's arguments: values (YAML: 1, true, [a, b]) and key=value keyword arguments")
     p.set_defaults(func=run)
 
 
@@ -64,46 +96,52 @@ def masterless_env(opts: dict[str, Any], need_pillar: bool) -> ModuleEnv:
 def run(args: argparse.Namespace) -> int:
     from runtime import modules
     from runtime.cli import output
+    from runtime.cli.run import state_overrides
     from runtime.log_setup import setup as setup_logging
 
     setup_logging(args.log_level or "warning", None)
-    try:
-        opts = offline_config(args.config, "minion")
-    except ConfigError as exc:
-        print(f"saltpan call: {exc}", file=sys.stderr)
-        return 2
+    opts = state_overrides(offline_config(args.config, "minion"), args)
     if not args.local and opts.get("file_client") != "local":
-        print("saltpan call: only masterless calls are supported here: pass --local (or set file_client: local); "
-              "to reach minions through a master use `saltpan run`", file=sys.stderr)
-        return 2
+        raise UsageError("only masterless calls are supported here: pass --local (or set file_client: local); "
+                         "to reach minions through a master use `saltpan run`")
     opts["file_client"] = "local"
     fun = args.fun
     fun_args, fun_kwargs = parse_fun_args(args.args)
+    check_state_test(args.fun, fun_kwargs)
     try:
-        modules.lookup(fun)
+        modules.function(fun)
     except modules.FunctionNotFound as exc:
-        print(str(exc), file=sys.stderr)
-        return 1
+        hint = did_you_mean(fun, modules.list_functions())
+        raise UsageError(f"'{fun}' is not available{hint}; saltpan call --local sys.list_functions lists "
+                         "them" if hint else f"{exc}") from None
     env = masterless_env(opts, need_pillar=fun.startswith(("pillar.", "saltutil.")))
     try:
         result = modules.call(env, fun, fun_args, fun_kwargs)
     except modules.CommandError as exc:
-        print(f"Error running '{fun}': {exc}", file=sys.stderr)
+        message, usage, _ = str(exc).partition("\n\nUsage:")
+        print(f"Error running '{fun}': {one_line(message)}" + (f"; usage: saltpan call --local sys.doc {fun}"
+                                                                 if usage else ""), file=sys.stderr)
         return 1
     except Exception as exc:  # noqa: BLE001 - report, don't dump a traceback on users
         logging.getLogger(__name__).debug("call failed", exc_info=True)
-        print(f"Error running '{fun}': {type(exc).__name__}: {exc}", file=sys.stderr)
+        if getattr(args, "debug", False):
+            traceback.print_exc()
+        print(f"Error running '{fun}': {type(exc).__name__}: {one_line(exc)}"
+              + ("" if getattr(args, "debug", False) else " (--debug shows where)"), file=sys.stderr)
         return 1
     fmt = args.out or ("highstate" if fun in STATE_FUNCTIONS else "nested")
+    color = bool(getattr(args, "color", False))
     if fmt == "json":
         print(json.dumps({"local": result}, indent=4, default=str))
     elif fmt == "highstate" and fun in STATE_FUNCTIONS:
         from runtime.cli.highstate_output import format_state_run
 
-        text, _ok = format_state_run("local", result, color=output.use_color(sys.stdout), opts=opts)
+        text, _ok = format_state_run("local", result, color=color, opts=opts)
         print(text)
     else:
-        print(output.render(result, "nested" if fmt == "highstate" else fmt, sys.stdout, label="local"))
-    if fun in STATE_FUNCTIONS:
-        return state_retcode(result)
-    return 1 if env.retcode else 0  # cmd.* whose command failed, test.retcode N: as salt-call
+        print(output.render(result, "nested" if fmt == "highstate" else fmt, sys.stdout, label="local", color=color))
+    # salt-call: the function's retcode with --retcode-passthrough, else 1 for any failure
+    retcode = state_retcode(result) if fun in STATE_FUNCTIONS else env.retcode
+    if args.retcode_passthrough:
+        return retcode
+    return 1 if retcode else 0
