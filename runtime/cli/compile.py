@@ -127,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
     functions = pipeline.offline_functions(opts, report, read_host=this_host)
     if show == "pillar":
         result = pipeline.pillar_compiler(opts, functions=functions).compile(minion_id, grains)
-        print(output.render(masker.mask(result.pillar), out, sys.stdout))
+        print(output.render(masker.mask(result.pillar), out, sys.stdout, color=getattr(args, "color", None)))
         report_errors(result.errors)
         if not result.errors:  # errors inside data an ext_pillar returned (git_pillar's own compiles)
             for message in result.pillar.get("_errors") or []:
@@ -136,7 +136,8 @@ def run(args: argparse.Namespace) -> int:
         return 1 if result.errors or result.pillar.get("_errors") else failed
     from runtime.cli import state_views
 
-    status = state_views.show(opts, minion_id, grains, show, out, masker if masker.active else None, functions)
+    status = state_views.show(opts, minion_id, grains, show, out, masker if masker.active else None, functions,
+                              color=getattr(args, "color", None))
     report_offline(report, getattr(args, "strict", False))
     return status or failed
 

@@ -254,7 +254,7 @@ def explain(args: argparse.Namespace, opts: dict[str, Any]) -> int:
     result = pipeline.pillar_compiler(opts).compile(minion_id, grains, track=True)
     expl = explain_mod.explain(result, minion_id, key)
     if args.out in ("json", "yaml"):
-        print(output.render(explain_mod.to_data(expl, masker), args.out, sys.stdout))
+        print(output.render(explain_mod.to_data(expl, masker), args.out, sys.stdout, color=getattr(args, "color", None)))
     else:
         print(explain_mod.to_text(expl, masker))
     report_errors(result.errors)
@@ -295,7 +295,8 @@ def diff(args: argparse.Namespace, opts: dict[str, Any], minions: list[str], fle
     outcomes = [o for o in outcomes if o.matched]
     compared = len(outcomes)
     if args.out in ("json", "yaml"):
-        print(output.render(fleet_diff.to_data(outcomes, compared), args.out, sys.stdout))
+        print(output.render(fleet_diff.to_data(outcomes, compared), args.out, sys.stdout,
+                            color=getattr(args, "color", None)))
     else:
         print(fleet_diff.to_text(outcomes, compared))
     _report_errors(outcomes)

@@ -9,11 +9,13 @@ to start fast.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
+from collections.abc import Iterator
 from types import ModuleType
 
-from runtime.cli.errors import EX_INTERRUPTED, EX_OK, EX_USAGE, report
+from runtime.cli.errors import EX_INTERRUPTED, EX_OK, EX_USAGE, UsageError, report
 from runtime.cli.parser import Parser, add_global_options, parse
 
 VERSION = "0.1.0"
@@ -58,15 +60,34 @@ def color_wanted(args: argparse.Namespace, stream: object = None) -> bool:
     return bool(isatty and isatty())
 
 
+@contextlib.contextmanager
+def output_to(args: argparse.Namespace) -> Iterator[None]:
+    """stdout for the command's output: --out-file FILE (Salt's), else stdout; sets ``args.color``."""
+    path = getattr(args, "out_file", None)
+    if getattr(args, "out_file_append", False) and not path:
+        raise UsageError("--out-file-append appends to the file of --out-file FILE: give both")
+    if not path:
+        args.color = color_wanted(args)
+        yield
+        return
+    try:
+        stream = open(path, "a" if args.out_file_append else "w", encoding="utf-8")  # noqa: SIM115 - closed below
+    except OSError as exc:
+        raise UsageError(f"cannot write --out-file {path}: {exc.strerror}") from None
+    args.color = color_wanted(args, stream)
+    with stream, contextlib.redirect_stdout(stream):
+        yield
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parse(parser, sys.argv[1:] if argv is None else argv, FUNCTION_COMMANDS)
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return EX_USAGE
-    args.color = color_wanted(args)
     try:
-        return int(args.func(args) or EX_OK)
+        with output_to(args):
+            return int(args.func(args) or EX_OK)
     except KeyboardInterrupt:
         return EX_INTERRUPTED
     except BrokenPipeError:

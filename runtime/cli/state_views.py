@@ -22,9 +22,9 @@ _SALT_FUN = {"top": "state.show_top", "highstate": "state.show_highstate", "lows
 
 
 def show(opts: Mapping[str, Any], minion_id: str, grains: Mapping[str, Any], what: str, out: str,
-         masker: Any = None, functions: FunctionsFactory | None = None) -> int:
+         masker: Any = None, functions: FunctionsFactory | None = None, color: bool | None = None) -> int:
     """Print one state view; ``masker`` (runtime.cli.masking.Masker) hides the pillar's secrets in it;
-    ``functions``: the templates' salt table (default: offline)."""
+    ``functions``: the templates' salt table (default: offline); ``color``: the command line's choice."""
     from runtime.cli import output
     from runtime.cli.compile_inputs import report_errors
 
@@ -39,7 +39,7 @@ def show(opts: Mapping[str, Any], minion_id: str, grains: Mapping[str, Any], wha
     result = pipeline.compile_states(opts, minion_id, grains, pillar_result.pillar, what, all_errors=True,
                                      compiler=pipeline.state_compiler(opts, functions=functions))
     if result.errors:
-        print(output.render([e.salt_message() for e in result.errors], out, sys.stdout))
+        print(output.render([e.salt_message() for e in result.errors], out, sys.stdout, color=color))
         report_errors(result.errors)
         return 1
     data = result.data
@@ -47,5 +47,5 @@ def show(opts: Mapping[str, Any], minion_id: str, grains: Mapping[str, Any], wha
         from runtime.cli.masking import mask_strings
 
         data = mask_strings(data, masker.secrets(pillar_result.pillar))
-    print(output.render(data, out, sys.stdout))
+    print(output.render(data, out, sys.stdout, color=color))
     return 0
