@@ -63,6 +63,9 @@ class Executor:
     functions: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
     test: bool = False
     failhard: bool = False
+    # more about a state whose function cannot be found (where it is declared, the closest name):
+    # a line added to Salt's message
+    explain_missing: Callable[[dict], str] | None = None
     running: dict[str, dict] = field(default_factory=dict)
     pre: dict[str, dict] = field(default_factory=dict)
     run_num: int = 0
@@ -212,7 +215,8 @@ class Executor:
         if isinstance(func, Missing):
             ret = {"result": False, "name": low.get("name"), "changes": {},
                    "comment": f"State '{low['state']}.{low['fun']}' was not found in SLS '{low.get('__sls__')}'\n"
-                              f"Reason: {func.reason}\n"}
+                              f"Reason: {func.reason}\n"
+                              + (self.explain_missing(low) if self.explain_missing is not None else "")}
             return self.verify_failure(ret, prereq)
         missing = _missing_params(func, low)
         if missing:

@@ -13,6 +13,7 @@ LEVELS = {
     "critical": logging.CRITICAL, "quiet": logging.CRITICAL + 10,
 }
 FORMAT = "%(asctime)s [%(name)-24s][%(levelname)-8s][%(process)d] %(message)s"
+CONSOLE_FORMAT = "[%(levelname)-8s] %(message)s"   # a command's stderr, as Salt's CLIs print log records
 
 
 class LogFileError(Exception):
@@ -50,7 +51,7 @@ def setup(level: str = "warning", log_file: str | None = None, *, file_level: st
     if console or not log_file:
         stream = logging.StreamHandler()
         stream.setLevel(level_of(level))
-        stream.setFormatter(formatter)
+        stream.setFormatter(formatter if log_file else logging.Formatter(CONSOLE_FORMAT))
         root.addHandler(stream)
         levels.append(stream.level)
     root.setLevel(min(levels))

@@ -21,6 +21,7 @@ from runtime.state_returns import dry_run_flag
 from runtime.states import StateContext, has_mod_watch
 
 if TYPE_CHECKING:
+    from compiler.highstate import Origin
     from runtime.modules import ModuleEnv
 
 
@@ -102,10 +103,28 @@ class StateRunner:
                             render_template=self.render_template,
                             functions=self.functions)
 
-    def execute(self, lowstate: Lowstate, test: bool) -> dict[str, dict]:
+    def execute(self, lowstate: Lowstate, test: bool, origins: Mapping[str, Origin] | None = None) -> dict[str, dict]:
+        """Apply lowstate; ``origins`` (where each state ID was declared) put file:line into the
+        message of a state that cannot run."""
         failhard = option(self.opts, "failhard", bool)
-        executor = Executor(lowstate, self.context, self.env.grains, self.functions, test=test, failhard=failhard)
+        executor = Executor(lowstate, self.context, self.env.grains, self.functions, test=test, failhard=failhard,
+                            explain_missing=lambda low: _explain_missing(low, origins or {}))
         return executor.apply()
+
+
+def _explain_missing(low: Mapping[str, Any], origins: Mapping[str, Origin]) -> str:
+    """A line after Salt's "State 'x.y' was not found ... Reason: ...": where the state ID is
+    declared, and the state function closest to the missing one."""
+    from runtime.states.signatures import suggest
+
+    origin = origins.get(str(low.get("__id__")))
+    where = (f"{origin.file}:{origin.line}" if origin.line else origin.file) if origin else None
+    name = f"{low.get('state')}.{low.get('fun')}"
+    hint = suggest(str(low.get("state")), str(low.get("fun")))
+    parts = [f"ID '{low.get('__id__')}' is declared at {where}" if where else "",
+             f"did you mean '{hint}'?" if hint and hint != name else ""]
+    text = "; ".join(p for p in parts if p)
+    return f"{text}\n" if text else ""
 
 
 def pillar_messages(pillar: Mapping[str, Any], errors: list[Any]) -> list[str]:
@@ -156,7 +175,7 @@ def highstate(env: ModuleEnv, mods: list[str] | None = None, test: Any = None, s
     if result.errors:
         return [e.salt_message() for e in result.errors]
     assert result.lowstate is not None
-    return runner.execute(result.lowstate, dry_run)
+    return runner.execute(result.lowstate, dry_run, result.origins)
 
 
 def show(env: ModuleEnv, what: str, mods: list[str] | None = None, saltenv: str | None = None) -> Any:

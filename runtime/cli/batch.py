@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from runtime.cli.run import ReturnPrinter
+    from runtime.cli.job_output import ReturnPrinter
     from runtime.client import LocalClient
     from runtime.events import EventListener
 
@@ -59,7 +59,7 @@ class BatchOutcome:
     hide_timeout: bool = False
 
     def exit_status(self) -> int:
-        from runtime.cli.run import retcode_of
+        from runtime.cli.job_output import retcode_of
 
         highest = max((retcode_of(r) for r in self.returns.values()), default=0)
         if (self.missing and not self.hide_timeout) or self.not_started:
@@ -197,6 +197,6 @@ class BatchRun:
 
 
 def _failed(event: Mapping[str, Any]) -> bool:
-    from runtime.cli.run import retcode_of
+    from runtime.cli.job_output import retcode_of
 
     return retcode_of(event) != 0

@@ -96,7 +96,7 @@ def masterless_env(opts: dict[str, Any], need_pillar: bool) -> ModuleEnv:
 def run(args: argparse.Namespace) -> int:
     from runtime import modules
     from runtime.cli import output
-    from runtime.cli.run import state_overrides
+    from runtime.cli.job_output import state_overrides
     from runtime.log_setup import setup as setup_logging
 
     setup_logging(args.log_level or "warning", None)

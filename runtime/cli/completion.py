@@ -32,12 +32,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=run)
 
 
-def script(shell: str) -> str:
+def script(parser: argparse.ArgumentParser, shell: str) -> str:
+    """The completion script of ``parser`` (saltpan's whole parser) for ``shell``."""
     import shtab
 
-    from runtime.cli.main import build_parser
-
-    parser = build_parser()
     _mark_paths(parser, shtab)
     return shtab.complete(parser, shell=shell)
 
@@ -54,5 +52,5 @@ def _mark_paths(parser: argparse.ArgumentParser, shtab: object) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    sys.stdout.write(script(args.shell))
+    sys.stdout.write(script(args.root_parser, args.shell))
     return 0

@@ -45,6 +45,7 @@ def build_parser() -> Parser:
         module.register(sub)
     for command_parser in sub.choices.values():
         add_global_options(command_parser)
+    parser.set_defaults(root_parser=parser)   # the whole parser, for `saltpan completion`
     return parser
 
 

@@ -304,7 +304,7 @@ def _lookup_output(args: argparse.Namespace, opts: dict[str, Any], job: dict[str
                    returns: dict[str, dict[str, Any]]) -> int:
     """A job's returns as `saltpan run` printed them: highstate for a state run (salt-run
     jobs.lookup_jid uses the job's outputter), minions that did not return named."""
-    from runtime.cli.run import NO_RESPONSE, ReturnPrinter, state_overrides
+    from runtime.cli.job_output import NO_RESPONSE, ReturnPrinter, state_overrides
 
     printer = ReturnPrinter(argparse.Namespace(static=args.out not in (None, "highstate"), out=args.out,
                                                color=getattr(args, "color", False)),
