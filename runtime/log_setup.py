@@ -69,5 +69,9 @@ def cannot_start(role: str, exc: BaseException, log: logging.Logger) -> int:
     import sys
 
     print(f"saltpan {role}: {exc}", file=sys.stderr)
-    log.error("cannot start: %s", exc)
+    # and in the log file (not again on stderr, where a daemon's log records go too)
+    record = log.makeRecord(log.name, logging.ERROR, __file__, 0, "cannot start: %s", (exc,), None)
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, logging.FileHandler):
+            handler.handle(record)
     return 2

@@ -93,6 +93,16 @@ def masterless_env(opts: dict[str, Any], need_pillar: bool) -> ModuleEnv:
     return env
 
 
+def closest_function(name: str, known: list[str]) -> str:
+    """`` (did you mean 'mod.fun'?)`` for a misspelt function, or a function name without its module
+    (``ping``: ``test.ping``); else ``""``."""
+    if "." not in name:
+        same = sorted(k for k in known if k.split(".", 1)[1] == name)
+        if same:
+            return f" (did you mean '{same[0]}'?)"
+    return did_you_mean(name, known, cutoff=0.75)
+
+
 def run(args: argparse.Namespace) -> int:
     from runtime import modules
     from runtime.cli import output
@@ -111,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         modules.function(fun)
     except modules.FunctionNotFound as exc:
-        hint = did_you_mean(fun, modules.list_functions())
+        hint = closest_function(fun, modules.list_functions())
         raise UsageError(f"'{fun}' is not available{hint}; saltpan call --local sys.list_functions lists "
                          "them" if hint else f"{exc}") from None
     env = masterless_env(opts, need_pillar=fun.startswith(("pillar.", "saltutil.")))

@@ -22,9 +22,9 @@ _UNRECOGNIZED = "unrecognized arguments: "
 _INVALID_CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.*)\)$")
 
 
-def did_you_mean(word: str, candidates: Iterable[str]) -> str:
+def did_you_mean(word: str, candidates: Iterable[str], cutoff: float = 0.6) -> str:
     """`` (did you mean 'x'?)`` when a candidate is close to ``word``, else ``""``."""
-    close = difflib.get_close_matches(word, sorted(set(candidates)), n=1, cutoff=0.6)
+    close = difflib.get_close_matches(word, sorted(set(candidates)), n=1, cutoff=cutoff)
     return f" (did you mean '{close[0]}'?)" if close else ""
 
 
