@@ -9,7 +9,8 @@ list target, so ``salt/job/<jid>/new`` names the minions started together (Salt 
 jid for all of a batch's jobs; saltpan's master gives each its own).
 
 Exit status, as salt's batch mode: the highest retcode a minion returned; 1 at least when a
-minion did not return (salt counts those as 0).
+targeted minion did not answer the ping or did not return, or --failhard left some out (salt
+counts those as 0; with --hide-timeout saltpan does too).
 """
 
 from __future__ import annotations
@@ -61,8 +62,10 @@ class BatchOutcome:
     def exit_status(self) -> int:
         from runtime.cli.job_output import retcode_of
 
+        if not self.minions:
+            return 2   # nothing was sent: no targeted minion answered (salt: "No return received", 2)
         highest = max((retcode_of(r) for r in self.returns.values()), default=0)
-        if (self.missing and not self.hide_timeout) or self.not_started:
+        if ((self.missing or self.down) and not self.hide_timeout) or self.not_started:
             highest = max(highest, 1)
         return highest
 
@@ -101,7 +104,6 @@ class BatchRun:
             print(f"Minion {minion_id} did not respond. No job will be sent.", flush=True)
         if not up:
             print("ERROR: No return received: no targeted minion answered the ping", file=sys.stderr)
-            outcome.not_started = down
             return outcome
         size = batch_size(self.spec, len(up))
         pending = list(up)
