@@ -173,6 +173,7 @@ def compile_all(args: argparse.Namespace, opts: dict[str, Any], minions: list[st
         unmask=args.unmask,
         target=pillar_target,
         out_dir=args.out_dir,
+        check_states=True,
     )
     try:
         runner = MinionCompiler(opts, fleet, request, schemas)
