@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import logging.handlers
 import os
 from typing import Any
 
@@ -29,6 +28,8 @@ def setup(level: str = "warning", log_file: str | None = None, *, file_level: st
     """Configure the root logger: stderr, or log_file (0600) when given (at ``file_level``, else
     ``level``), and stderr as well with ``console`` (daemons: what a foreground run or the
     journal shows)."""
+    import logging.handlers  # here: a command's parser reads LEVELS without it
+
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)

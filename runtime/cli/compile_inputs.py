@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from runtime import config as config_mod
-from runtime.cli.options import UsageError, offline_config
+from runtime.cli.options import UsageError, config_path, offline_config
 
 
 def compile_config(given: str | None, role: str = "minion") -> dict[str, Any]:
@@ -22,7 +22,7 @@ def compile_config(given: str | None, role: str = "minion") -> dict[str, Any]:
         from runtime.gitfs import uses_git_pillar, uses_gitfs
 
         if uses_gitfs(opts) or uses_git_pillar(opts):
-            opts["cachedir"] = config_mod.load(given, "master")["cachedir"]
+            opts["cachedir"] = config_mod.load(config_path(given, role), "master")["cachedir"]
     return opts
 
 

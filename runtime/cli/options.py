@@ -148,11 +148,11 @@ def plane_config(args: argparse.Namespace, role: str) -> dict[str, Any]:
 
 
 def offline_config(given: str | None, role: str = "minion") -> dict[str, Any]:
-    """The config of an offline command (``compile``, ``call --local``): ``-c FILE``, else the
-    shipped example trees."""
+    """The config of an offline command (``compile``, ``call --local``): ``-c FILE`` (``-c DIR``:
+    ``DIR/<role>``, as Salt's ``-c /etc/salt``), else the shipped example trees."""
     from runtime import config
 
-    return config.load(given, role) if given else config.shipped(role)
+    return config.load(config_path(given, role), role) if given else config.shipped(role)
 
 
 # ---------------------------------------------------------------- function arguments

@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import argparse
-import difflib
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any, NoReturn
@@ -24,6 +23,8 @@ _INVALID_CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.*)\)$")
 
 def did_you_mean(word: str, candidates: Iterable[str], cutoff: float = 0.6) -> str:
     """`` (did you mean 'x'?)`` when a candidate is close to ``word``, else ``""``."""
+    import difflib
+
     close = difflib.get_close_matches(word, sorted(set(candidates)), n=1, cutoff=cutoff)
     return f" (did you mean '{close[0]}'?)" if close else ""
 

@@ -185,6 +185,8 @@ ROWS = [
         "only masterless calls are supported here: pass --local"),
     row("call-config-missing", "call --local -c {ws}/nope.conf test.ping", 2,
         "cannot read config file {ws}/nope.conf"),
+    row("call-config-dir-without-minion", "call --local -c {ws}/states test.ping", 2,   # -c DIR reads DIR/minion
+        "cannot read config file {ws}/states/minion: No such file or directory"),
     row("call-grains-yaml-error", "call --local -c {ws}/badgrains.conf grains.items", 2,
         "{ws}/grains_bad.yaml:2: grains file is not valid YAML"),
     row("call-grains-list", "call --local -c {ws}/listgrains.conf grains.items", 2,
