@@ -83,12 +83,26 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=run)
 
 
+def check_flags(args: argparse.Namespace) -> None:
+    """Options that only mean something together."""
+    from runtime.cli.options import UsageError
+
+    if args.batch and args.run_async:
+        raise UsageError("--async cannot run a batch (saltpan's master has no batch manager): drop --async to "
+                         "run the batch from here, or --batch to publish to every minion at once")
+    if not args.batch:
+        for flag, given in (("--batch-wait", bool(args.batch_wait)), ("--failhard", args.failhard)):
+            if given:
+                raise UsageError(f"{flag} is an option of batches: add --batch N (or P%)")
+
+
 def run(args: argparse.Namespace) -> int:
     from runtime.cli.job_output import ReturnPrinter, state_overrides
     from runtime.cli.master_access import client_for
     from runtime.cli.options import plane_config
     from runtime.config import option
 
+    check_flags(args)
     opts = state_overrides(plane_config(args, "master"), args)
     fun_args, fun_kwargs = parse_fun_args(args.args)
     check_state_test(args.fun, fun_kwargs)
