@@ -175,7 +175,20 @@ def highstate(env: ModuleEnv, mods: list[str] | None = None, test: Any = None, s
     if result.errors:
         return [e.salt_message() for e in result.errors]
     assert result.lowstate is not None
+    if mods is None and not result.lowstate.chunks:
+        return _nothing_to_apply(runner, env, pillar_data, saltenv)
     return runner.execute(result.lowstate, dry_run, result.origins)
+
+
+def _nothing_to_apply(runner: StateRunner, env: ModuleEnv, pillar: Mapping[str, Any],
+                      saltenv: str | None) -> dict[str, dict]:
+    """A highstate without states is a failure, as in Salt: no top file entry matches this minion
+    (a misspelt id or grain in top.sls, another saltenv), or the sls matched declare nothing."""
+    matches, _ = runner.compiler.top(env.opts.get("id") or "", env.grains, pillar, saltenv)
+    comment = "No states found for this minion" if any(matches.values()) else \
+        "No Top file or master_tops data matches found. Please see master log for details."
+    return {"no_|-states_|-states_|-None": {"result": False, "comment": comment, "name": "No States",
+                                            "changes": {}, "__run_num__": 0}}
 
 
 def show(env: ModuleEnv, what: str, mods: list[str] | None = None, saltenv: str | None = None) -> Any:

@@ -110,6 +110,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if set(grains) == {"id"}:
         warn_no_grains(opts, minion_id, getattr(args, "fleet", None))
+    warn_unknown_envs(opts, args.saltenv, args.pillarenv)
 
     show = args.show or "pillar"
     out = args.out or "nested"
@@ -140,6 +141,20 @@ def run(args: argparse.Namespace) -> int:
                               color=getattr(args, "color", None))
     report_offline(report, getattr(args, "strict", False))
     return status or failed
+
+
+def warn_unknown_envs(opts: Mapping[str, Any], saltenv: str | None, pillarenv: str | None) -> None:
+    """--saltenv/--pillarenv naming no environment of the roots compile nothing (Salt too, silently):
+    say so, with the closest environment (not when git remotes make the environments)."""
+    from runtime.cli.parser import did_you_mean
+    from runtime.gitfs import uses_git_pillar, uses_gitfs
+
+    for flag, env, key, dynamic in (("--saltenv", saltenv, "file_roots", uses_gitfs(opts)),
+                                    ("--pillarenv", pillarenv, "pillar_roots", uses_git_pillar(opts))):
+        known = sorted(opts.get(key) or {})
+        if env and not dynamic and env not in known:
+            print(f"warning: {flag} {env!r} is not an environment of {key} ({', '.join(known) or 'none'})"
+                  f"{did_you_mean(env, known)}: nothing is compiled from it", file=sys.stderr)
 
 
 def warn_no_grains(opts: Mapping[str, Any], minion_id: str, fleet: str | None) -> None:
