@@ -71,7 +71,7 @@ def masterless_env(opts: dict[str, Any], need_pillar: bool) -> ModuleEnv:
     from runtime.modules import live_functions
 
     grains = grains_mod.minion_grains(opts, minion_id)
-    env = ModuleEnv(opts=opts, grains=grains, pillar={}, state_source=LocalRoots(opts.get("file_roots") or {}),
+    env = ModuleEnv(opts=opts, grains=grains, pillar={}, state_source=pipeline.file_source(opts),
                     pillar_source=LocalRoots(opts.get("pillar_roots") or {}))
     # masterless: templates call execution functions for real on this host, as salt-call --local
     compiler = pipeline.pillar_compiler(opts, functions=live_functions(env))
@@ -103,6 +103,23 @@ def closest_function(name: str, known: list[str]) -> str:
     return did_you_mean(name, known, cutoff=0.75)
 
 
+def fetch_git_remotes(opts: dict[str, Any]) -> None:
+    """gitfs / git_pillar: fetch every remote first, as Salt's masterless minion does on every call; a remote
+    that fails is a warning naming it, and its last good revision is used.  A bad configuration: UsageError."""
+    from runtime.gitfs import uses_git_pillar, uses_gitfs
+
+    if not (uses_gitfs(opts) or uses_git_pillar(opts)):
+        return
+    from runtime.gitfs.remotes import GitConfigError
+    from runtime.gitfs.update import masterless_fetch
+
+    try:
+        for warning in masterless_fetch(opts):
+            print(f"warning: {warning}", file=sys.stderr)
+    except GitConfigError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def run(args: argparse.Namespace) -> int:
     from runtime import modules
     from runtime.cli import output
@@ -124,6 +141,7 @@ def run(args: argparse.Namespace) -> int:
         hint = closest_function(fun, modules.list_functions())
         raise UsageError(f"'{fun}' is not available{hint}; saltpan call --local sys.list_functions lists "
                          "them" if hint else f"{exc}") from None
+    fetch_git_remotes(opts)
     env = masterless_env(opts, need_pillar=fun.startswith(("pillar.", "saltutil.")))
     try:
         result = modules.call(env, fun, fun_args, fun_kwargs)

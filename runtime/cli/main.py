@@ -19,15 +19,16 @@ from runtime.cli.errors import EX_INTERRUPTED, EX_OK, EX_USAGE, UsageError, repo
 from runtime.cli.parser import Parser, add_global_options, parse
 
 VERSION = "0.1.0"
-# commands whose words after the function name are the function's arguments (Salt's `FUN ARG key=value`)
-FUNCTION_COMMANDS = ("call", "run")
+# commands whose words after the function name are the function's arguments (Salt's `FUN ARG key=value`),
+# and the runner-like ones taking key=value words (`saltpan fileserver update backend=gitfs -c CONF`)
+FUNCTION_COMMANDS = ("call", "run", "fileserver", "git_pillar")
 
 
 def command_modules() -> tuple[ModuleType, ...]:
     """The modules registering the commands, in the order ``saltpan --help`` lists them."""
-    from runtime.cli import call, compile, completion, plane, run
+    from runtime.cli import call, compile, completion, fileserver, plane, run
 
-    return (compile, call, run, plane, completion)
+    return (compile, call, run, plane, fileserver, completion)
 
 
 def build_parser() -> Parser:
