@@ -10,11 +10,15 @@ from typing import Any
 STATE_FUNCTIONS = frozenset({"state.apply", "state.highstate", "state.sls", "state.single"})
 
 
+PILLAR_FAILED = "Pillar failed to render with the following messages:"
+
+
 def state_retcode(result: Any) -> int:
-    """Salt's state exit code: 1 when the run did not compile (a list of errors), 2 when a state
+    """Salt's state exit code (salt.defaults.exitcodes): 5 when the pillar did not render
+    (EX_PILLAR_FAILURE), 1 when the states did not compile (a list of errors), 2 when a state
     failed, else 0."""
     if isinstance(result, list):
-        return 1
+        return 5 if result[:1] == [PILLAR_FAILED] else 1
     if isinstance(result, dict) and any(isinstance(r, dict) and r.get("result") is False for r in result.values()):
         return 2
     return 0

@@ -17,7 +17,7 @@ from compiler.roots import FileSource, valid_saltenv
 from runtime import pipeline
 from runtime.config import option
 from runtime.executor import Executor
-from runtime.state_returns import dry_run_flag
+from runtime.state_returns import PILLAR_FAILED, dry_run_flag
 from runtime.states import StateContext, has_mod_watch
 
 if TYPE_CHECKING:
@@ -135,7 +135,7 @@ def pillar_messages(pillar: Mapping[str, Any], errors: list[Any]) -> list[str]:
 
 
 def pillar_errors_result(errors: list[str]) -> list[str]:
-    return ["Pillar failed to render with the following messages:", *[str(e) for e in errors]]
+    return [PILLAR_FAILED, *[str(e) for e in errors]]
 
 
 def fresh_pillar(env: ModuleEnv, override: Mapping[str, Any] | None = None) -> tuple[dict[str, Any], list]:

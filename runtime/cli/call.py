@@ -48,7 +48,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="masterless: files and pillar from the local roots (implied by file_client: local)")
     p.add_argument("--retcode-passthrough", dest="retcode_passthrough", action="store_true",
                    help="exit with the function's own retcode (a failed state 2, a state run that did not "
-                        "compile 1) instead of 1 for any failure, as salt-call")
+                        "compile 1, a pillar that did not render 5) instead of 1 for any failure, as salt-call")
     add_log_level(p)
     output = p.add_argument_group("output")
     add_out(output, (*OUTPUTS, "highstate"), help="output format (default highstate for state runs, else nested)")

@@ -105,11 +105,11 @@ def run(args: argparse.Namespace) -> int:
         this_host = pipeline.compiles_this_host(opts, minion_id) and not getattr(args, "offline", False)
         opts["id"] = minion_id
         grains = minion_grains(opts, minion_id, args.grains, getattr(args, "fleet", None))
+        if set(grains) == {"id"}:
+            warn_no_grains(opts, minion_id, getattr(args, "fleet", None))
     except (ConfigError, UsageError) as exc:
         print(f"saltpan compile: {exc}", file=sys.stderr)
         return 2
-    if set(grains) == {"id"}:
-        warn_no_grains(opts, minion_id, getattr(args, "fleet", None))
     warn_unknown_envs(opts, args.saltenv, args.pillarenv)
 
     show = args.show or "pillar"
@@ -158,15 +158,20 @@ def warn_unknown_envs(opts: Mapping[str, Any], saltenv: str | None, pillarenv: s
 
 
 def warn_no_grains(opts: Mapping[str, Any], minion_id: str, fleet: str | None) -> None:
-    """A minion compiled without any grains (not in the fleet, none in the config, no --grains): say
-    so, with the fleet's closest id, since templates and targets reading grains see none."""
+    """A minion compiled without any grains (none in the config, no --grains).  Not in the fleet
+    there is (the config's fleet_file): an unknown minion, most likely misspelt -- UsageError with
+    the fleet's closest id.  Without a fleet: a warning, since templates and targets reading grains
+    see none."""
     from runtime.cli.compile_inputs import fleet_ids
     from runtime.cli.parser import did_you_mean
 
     ids = fleet_ids(opts, fleet)
-    where = f"not in the fleet {ids[0]}{did_you_mean(minion_id, ids[1])}" if ids else "no fleet file"
-    print(f"warning: minion {minion_id!r} has no grains here ({where}, none in the config, no --grains): it is "
-          "compiled with grains['id'] only; pass --grains FILE or --fleet SOURCE", file=sys.stderr)
+    if ids:
+        raise UsageError(f"minion {minion_id!r} is not in the fleet {ids[0]}{did_you_mean(minion_id, ids[1])} and "
+                         "has no grains here (none in the config, no --grains): check the id, or pass "
+                         "--grains FILE to compile a minion the fleet does not list")
+    print(f"warning: minion {minion_id!r} has no grains here (no fleet file, none in the config, no --grains): "
+          "it is compiled with grains['id'] only; pass --grains FILE or --fleet SOURCE", file=sys.stderr)
 
 
 def report_offline(report: OfflineReport, strict: bool) -> None:

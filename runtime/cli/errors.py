@@ -8,7 +8,7 @@ Exit statuses (docs/cli.md), Salt's where Salt has a rule:
 * 2 -- what was typed or configured is wrong, or what it needs is not there: an unknown option,
   function, minion or file, a bad value, no master running (argparse's and Salt's 2);
 * ``saltpan call --retcode-passthrough``: the function's own retcode (a failed state 2, a state
-  run that did not compile 1, as salt-call's);
+  run that did not compile 1, a pillar that did not render 5, as salt-call's);
 * 70 -- an internal error (Salt's EX_SOFTWARE): a bug, shown with its traceback under ``--debug``;
 * 130 -- interrupted (Ctrl-C).
 """

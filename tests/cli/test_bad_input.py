@@ -12,6 +12,7 @@ tests/integration/test_cli_plane.py.
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -92,8 +93,9 @@ def ws(tmp_path_factory: pytest.TempPathFactory) -> Path:
     conf("fleet.conf", fleet_file=str(base / "fleet.yaml"), grains={})
     (base / "bare.conf").write_text(yaml.safe_dump(roots), encoding="utf-8")
     # a master that never ran, and one that ran once (its key pair) but does not run now
+    # (a port nothing listens on: another master may run on this machine's default 4506)
     for name in ("never", "stopped"):
-        (base / f"{name}.master").write_text(yaml.safe_dump({"root_dir": str(base / name),
+        (base / f"{name}.master").write_text(yaml.safe_dump({"root_dir": str(base / name), "ret_port": unused_port(),
                                                               "sock_dir": str(base / name / "sock")}))
     pki = base / "stopped" / "etc" / "saltpan" / "pki" / "master"
     pki.mkdir(parents=True)
@@ -103,6 +105,12 @@ def ws(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "id": "m1", "root_dir": str(base / "m1"), "master": "127.0.0.1", "master_port": 9,
         "grains_file": str(base / "grains_bad.yaml"), "log_file": str(base / "m1.log")}))
     return base
+
+
+def unused_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 NO_MASTER = "no master has run here: no master key at"
@@ -148,8 +156,10 @@ ROWS = [
         "fleet source {ws}/nofleet.yaml does not exist"),
     row("minion-not-in-fleet", "compile -c {ws}/good.conf --fleet {ws}/fleet.yaml --minion web1", 2,
         "minion 'web1' is not in the fleet {ws}/fleet.yaml (did you mean 'web01'?)"),
-    row("minion-without-grains", "compile -c {ws}/fleet.conf --minion web1", 0,
-        "warning: minion 'web1' has no grains here (not in the fleet {ws}/fleet.yaml (did you mean 'web01'?)"),
+    row("minion-not-in-config-fleet", "compile -c {ws}/fleet.conf --minion web1", 2,
+        "minion 'web1' is not in the fleet {ws}/fleet.yaml (did you mean 'web01'?) and has no grains here"),
+    row("minion-without-grains", "compile -c {ws}/bare.conf --minion web1", 0,
+        "warning: minion 'web1' has no grains here (no fleet file, none in the config, no --grains)"),
     row("unknown-saltenv", "compile -c {ws}/good.conf --saltenv bse --show lowstate", 0,
         "warning: --saltenv 'bse' is not an environment of file_roots (base) (did you mean 'base'?)"),
     row("unknown-pillarenv", "compile -c {ws}/good.conf --pillarenv prod", 0,
@@ -207,6 +217,8 @@ ROWS = [
         "No matching sls found for 'nosuchsls' in env 'base'", where="out"),
     row("call-top-matches-nothing", "call --local -c {ws}/good.conf state.apply saltenv=nosuch", 1,
         "No Top file or master_tops data matches found", where="out"),
+    row("call-pillar-error-passthrough", "call --local -c {ws}/badpillar.conf state.apply --retcode-passthrough", 5,
+        "Pillar failed to render", where="out"),   # salt-call: EX_PILLAR_FAILURE
     row("call-failed-state", "call --local -c {ws}/failing.conf state.apply", 1, "Failed:    1", where="out"),
     row("call-failed-state-passthrough", "call --local -c {ws}/failing.conf state.apply --retcode-passthrough", 2,
         "Failed:    1", where="out", one_line=False),
@@ -256,6 +268,18 @@ ROWS = [
     row("event-count-negative", "event -c {ws}/stopped.master listen --count=-2", 2, "'-2' must be at least 1"),
     row("minions-no-master", "minions -c {ws}/never.master --status", 2, NO_MASTER),
     row("minions-bad-out", "minions -c {ws}/stopped.master --out xml", 2, "invalid choice 'xml'"),
+    row("fileserver-master-stopped", "fileserver -c {ws}/stopped.master update", 2,
+        "the master is not running: nothing answers on"),
+    row("fileserver-bad-action", "fileserver -c {ws}/stopped.master updte", 2,
+        "invalid choice 'updte' (did you mean 'update'?)"),
+    row("fileserver-unknown-argument", "fileserver -c {ws}/stopped.master file_list env=base", 2,
+        "fileserver file_list: unknown argument 'env' (valid: backend, saltenv)"),
+    row("fileserver-positional-argument", "fileserver -c {ws}/stopped.master envs gitfs", 2,
+        "envs takes key=value arguments (backend), got 'gitfs'"),
+    row("fileserver-timeout-zero", "fileserver -c {ws}/stopped.master update -t 0", 2,
+        "argument --timeout/-t: '0' must be a number above 0"),
+    row("git-pillar-master-stopped", "git_pillar -c {ws}/stopped.master update", 2,
+        "the master is not running: nothing answers on"),
     row("master-config-missing", "master -c {ws}/nope.master", 2, "cannot read config file {ws}/nope.master"),
     row("minion-grains-yaml-error", "minion -c {ws}/daemon.conf", 2,
         "saltpan minion: {ws}/grains_bad.yaml:2: grains file is not valid YAML"),
@@ -295,5 +319,5 @@ def test_no_master_command_creates_anything(ws: Path) -> None:
 def test_the_table_covers_every_command() -> None:
     commands = {r.argv[0] for r in ROWS if r.argv}
     assert {"compile", "call", "run", "key", "jobs", "event", "minions", "master", "minion", "swarm",
-            "completion"} <= commands
+            "fileserver", "git_pillar", "completion"} <= commands
     assert len(ROWS) >= 40

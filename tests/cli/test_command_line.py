@@ -117,3 +117,13 @@ def test_call_exit_status_and_retcode_passthrough(tree: Path, capsys: pytest.Cap
     assert cli.main([*base, "cmd.run", "exit 3", "--retcode-passthrough"]) == 3     # the command's own
     assert cli.main([*base, "test.ping", "--retcode-passthrough"]) == 0
     capsys.readouterr()
+
+
+def test_state_retcodes_are_salts() -> None:
+    """salt.defaults.exitcodes: EX_PILLAR_FAILURE 5, EX_STATE_COMPILER_ERROR 1, EX_STATE_FAILURE 2."""
+    from runtime.state_returns import PILLAR_FAILED, state_retcode
+
+    assert state_retcode([PILLAR_FAILED, "/srv/pillar/web.sls:2: Rendering SLS 'web' failed"]) == 5
+    assert state_retcode(["No matching sls found for 'x' in env 'base'"]) == 1
+    assert state_retcode({"a": {"result": False}, "b": {"result": True}}) == 2
+    assert state_retcode({"a": {"result": None}}) == 0
