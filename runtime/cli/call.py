@@ -76,8 +76,16 @@ def masterless_env(opts: dict[str, Any], need_pillar: bool) -> ModuleEnv:
     # masterless: templates call execution functions for real on this host, as salt-call --local
     compiler = pipeline.pillar_compiler(opts, functions=live_functions(env))
 
+    logged: set[str] = set()
+
     def fresh() -> tuple[dict[str, Any], list]:
         result = compiler.compile(minion_id, grains)
+        # the pillar's _errors say "see master log"; masterless, this console is that log (as Salt's
+        # salt-call logs the render error at CRITICAL): each error once, with its file:line and cause
+        for error in map(str, result.errors):
+            if error not in logged:
+                logged.add(error)
+                logging.getLogger("runtime.pillar").critical("Pillar render error: %s", error)
         return result.pillar, result.errors
 
     env.fresh_pillar = fresh
@@ -142,6 +150,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"'{fun}' is not available{hint}; saltpan call --local sys.list_functions lists "
                          "them" if hint else f"{exc}") from None
     fetch_git_remotes(opts)
+    from runtime.cli.compile_inputs import missing_roots
+
+    for missing in missing_roots(opts):
+        logging.getLogger("runtime.roots").warning("%s: nothing is read from it", missing)
     env = masterless_env(opts, need_pillar=fun.startswith(("pillar.", "saltutil.")))
     try:
         result = modules.call(env, fun, fun_args, fun_kwargs)
@@ -154,6 +166,10 @@ def run(args: argparse.Namespace) -> int:
         logging.getLogger(__name__).debug("call failed", exc_info=True)
         if getattr(args, "debug", False):
             traceback.print_exc()
+        if isinstance(exc, OSError) and exc.strerror:   # a file or a resource of this host: the user's to fix
+            where = f": {exc.filename}" if exc.filename else ""
+            print(f"Error running '{fun}': {exc.strerror}{where}", file=sys.stderr)
+            return 1
         print(f"Error running '{fun}': {type(exc).__name__}: {one_line(exc)}"
               + ("" if getattr(args, "debug", False) else " (--debug shows where)"), file=sys.stderr)
         return 1

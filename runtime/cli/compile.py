@@ -13,7 +13,14 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from runtime.cli.compile_inputs import compile_config, git_problems, minion_grains, prepare_git, report_errors
+from runtime.cli.compile_inputs import (
+    compile_config,
+    git_problems,
+    minion_grains,
+    missing_roots,
+    prepare_git,
+    report_errors,
+)
 from runtime.cli.options import (
     OUTPUTS,
     UsageError,
@@ -111,6 +118,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"saltpan compile: {exc}", file=sys.stderr)
         return 2
     warn_unknown_envs(opts, args.saltenv, args.pillarenv)
+    for missing in missing_roots(opts):
+        print(f"warning: {missing}: nothing is read from it", file=sys.stderr)
 
     show = args.show or "pillar"
     out = args.out or "nested"

@@ -71,6 +71,26 @@ def git_problems(opts: Mapping[str, Any]) -> list[str]:
     return problems() if callable(problems) else []
 
 
+def missing_roots(opts: Mapping[str, Any]) -> list[str]:
+    """The configured file_roots and pillar_roots directories that do not exist (a misspelt path:
+    Salt skips them silently, and a state run then finds no top file).  A key left at its default
+    (/srv/salt, /srv/pillar) is not reported: not every setup has a pillar or reads file_roots."""
+    backend = opts.get("fileserver_backend") or ["roots"]
+    names = backend.split(",") if isinstance(backend, str) else backend if isinstance(backend, list) else []
+    keys = ["pillar_roots"] + (["file_roots"] if "roots" in [str(n).strip() for n in names] else [])
+    out: list[str] = []
+    for key in keys:
+        roots = opts.get(key)
+        if not isinstance(roots, Mapping) or roots == config_mod.OPTIONS[key].default:
+            continue
+        for saltenv, dirs in roots.items():
+            for directory in dirs if isinstance(dirs, list) else []:
+                if isinstance(directory, str) and not os.path.isdir(directory):
+                    why = "is not a directory" if os.path.exists(directory) else "does not exist"
+                    out.append(f"{key} {saltenv}: {directory} {why} (config {opts.get('conf_file') or 'defaults'})")
+    return out
+
+
 def fleet_grains(opts: Mapping[str, Any], minion_id: str, fleet: str | None = None) -> dict[str, Any]:
     """Grains of minion_id from a fleet source (file or directory), if it has them."""
     from runtime.cli import fleet_source as fleet_mod

@@ -90,6 +90,7 @@ def ws(tmp_path_factory: pytest.TempPathFactory) -> Path:
     conf("listgrains.conf", grains_file=str(base / "grains_list.yaml"))
     conf("nograinsfile.conf", grains_file=str(base / "absent.yaml"))
     conf("remote.conf", file_client="remote")
+    conf("noroots.conf", file_roots={"base": [str(base / "nostates")]})
     conf("fleet.conf", fleet_file=str(base / "fleet.yaml"), grains={})
     (base / "bare.conf").write_text(yaml.safe_dump(roots), encoding="utf-8")
     # a master that never ran, and one that ran once (its key pair) but does not run now
@@ -164,6 +165,8 @@ ROWS = [
         "warning: --saltenv 'bse' is not an environment of file_roots (base) (did you mean 'base'?)"),
     row("unknown-pillarenv", "compile -c {ws}/good.conf --pillarenv prod", 0,
         "warning: --pillarenv 'prod' is not an environment of pillar_roots (base)"),
+    row("file-roots-missing", "compile -c {ws}/noroots.conf --show lowstate", 0,
+        "warning: file_roots base: {ws}/nostates does not exist (config {ws}/noroots.conf): nothing is read from it"),
     row("all-and-minion", "compile -c {ws}/good.conf --all --minion web01", 2,
         "give either --all or --minion ID, not both"),
     row("unknown-state-function", "compile -c {ws}/typo.conf --show lowstate", 1,
@@ -219,6 +222,13 @@ ROWS = [
         "No Top file or master_tops data matches found", where="out"),
     row("call-pillar-error-passthrough", "call --local -c {ws}/badpillar.conf state.apply --retcode-passthrough", 5,
         "Pillar failed to render", where="out"),   # salt-call: EX_PILLAR_FAILURE
+    row("call-pillar-items-error-names-the-file", "call --local -c {ws}/badpillar.conf pillar.items", 0,
+        "[CRITICAL] Pillar render error: {ws}/badpillar/roles/web.sls:2: Rendering SLS 'roles.web' failed: "
+        "YAML syntax error"),   # its _errors say "see master log": masterless, the console is that log
+    row("call-missing-file", "call --local -c {ws}/good.conf file.read {ws}/nowhere.txt", 1,
+        "Error running 'file.read': No such file or directory: {ws}/nowhere.txt", not_says=("Errno",)),
+    row("call-file-roots-missing", "call --local -c {ws}/noroots.conf state.apply", 1,
+        "file_roots base: {ws}/nostates does not exist (config {ws}/noroots.conf): nothing is read from it"),
     row("call-failed-state", "call --local -c {ws}/failing.conf state.apply", 1, "Failed:    1", where="out"),
     row("call-failed-state-passthrough", "call --local -c {ws}/failing.conf state.apply --retcode-passthrough", 2,
         "Failed:    1", where="out", one_line=False),
