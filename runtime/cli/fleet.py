@@ -162,7 +162,12 @@ def compile_all(args: argparse.Namespace, opts: dict[str, Any], minions: list[st
             problem = unsafe_file_name(minion_id)
             if problem:
                 raise UsageError(problem)
-        os.makedirs(args.out_dir, exist_ok=True)
+        if os.path.exists(args.out_dir) and not os.path.isdir(args.out_dir):
+            raise UsageError(f"--out-dir {args.out_dir} is a file: give a directory (it is created if missing)")
+        try:
+            os.makedirs(args.out_dir, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(f"cannot create --out-dir {args.out_dir}: {exc.strerror}") from None
     printing = not args.out_dir and not args.validate
     request = FleetRequest(
         show=args.show or "pillar",

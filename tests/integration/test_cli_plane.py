@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
+import yaml
 
 from runtime.events import EventListener
 from tests.integration.cluster import Cluster, wait_for
@@ -136,11 +137,26 @@ def test_jobs_lookup_of_a_state_run_is_a_highstate(five: Cluster) -> None:
 
 
 def test_jobs_active_leaves_out_its_own_query(five: Cluster) -> None:
-    proc = five.run("b3", "test.sleep", "6", "--async")
+    proc = five.run("b3", "test.sleep", "20", "--async")   # long enough for a loaded machine's two CLI starts
     jid = proc.stdout.split()[-1]
     active = json.loads(five.saltpan("jobs", "-c", str(five.master_conf), "active", "--out", "json").stdout)
     assert list(active) == [jid]
     assert active[jid]["Function"] == "test.sleep" and active[jid]["Running"] == [{"b3": active[jid]["Running"][0]["b3"]}]
+
+
+def test_state_output_of_the_master_config(five: Cluster) -> None:
+    """salt reads state_output from the master's config; --state-output wins over it."""
+    original = five.master_conf.read_text()
+    five.master_conf.write_text(yaml.safe_dump({**yaml.safe_load(original), "state_output": "terse"}))
+    try:
+        terse = five.run("b1", "state.apply", "ok", "--no-color")
+        full = five.run("b1", "state.apply", "ok", "--state-output", "full", "--no-color")
+    finally:
+        five.master_conf.write_text(original)
+    assert terse.returncode == 0 and full.returncode == 0, terse.stdout + terse.stderr + full.stderr
+    assert "  Name: fine - Function: test.succeed_without_changes - Result: Clean" in terse.stdout
+    assert "          ID: fine" not in terse.stdout
+    assert "          ID: fine" in full.stdout
 
 
 @pytest.mark.parametrize(("argv", "code", "says"), [
