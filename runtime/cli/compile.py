@@ -30,6 +30,7 @@ from runtime.cli.options import (
     add_target_flags,
     positive_int,
 )
+from runtime.cli.parser import Parser
 from runtime.config import ConfigError
 
 if TYPE_CHECKING:
@@ -84,6 +85,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     fleet.add_argument("--validate", action="store_true", help="check the pillar against pillar_schema")
     fleet.add_argument("--unmask", action="store_true", help="show secret values (pillar_mask_patterns)")
     p.set_defaults(func=run, tgt_type=None)
+    if isinstance(p, Parser):   # `compile --all -G role:web`, salt's habit: the target goes with --target
+        p.unexpected_hint = ("compile takes no positional words; a fleet target is --target TARGET, with -G, -C, "
+                             "... for its kind (saltpan compile --all --target role:web -G)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -41,6 +41,9 @@ class HelpFormatter(argparse.HelpFormatter):
 class Parser(argparse.ArgumentParser):
     """argparse with saltpan's one-line errors (subcommand parsers are of this class too)."""
 
+    # what to say after "unexpected argument 'x'" (a command taking no positional words)
+    unexpected_hint = ""
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
@@ -63,7 +66,8 @@ class Parser(argparse.ArgumentParser):
             if unknown.startswith("-"):
                 name = unknown.split("=", 1)[0]
                 return f"no such option: {name}{did_you_mean(name, self.option_strings())}"
-            return (f"unexpected argument {unknown!r}" + (f" (and {len(words) - 1} more)" if len(words) > 1 else ""))
+            return (f"unexpected argument {unknown!r}" + (f" (and {len(words) - 1} more)" if len(words) > 1 else "")
+                    + (f": {self.unexpected_hint}" if self.unexpected_hint else ""))
         found = _INVALID_CHOICE.search(message)
         if found:
             choices = [c.strip().strip("'") for c in found.group(2).split(",")]

@@ -171,6 +171,8 @@ ROWS = [
         "--out-dir {ws}/fleet.yaml is a file: give a directory"),
     row("out-dir-cannot-be-created", "compile -c {ws}/fleet.conf --all --out-dir /proc/no/such", 2,
         "cannot create --out-dir /proc/no/such: No such file or directory"),
+    row("target-as-a-positional-word", "compile -c {ws}/fleet.conf --all -G role:web", 2,
+        "unexpected argument 'role:web': compile takes no positional words; a fleet target is --target TARGET"),
     row("all-and-minion", "compile -c {ws}/good.conf --all --minion web01", 2,
         "give either --all or --minion ID, not both"),
     row("unknown-state-function", "compile -c {ws}/typo.conf --show lowstate", 1,
