@@ -90,6 +90,7 @@ def ws(tmp_path_factory: pytest.TempPathFactory) -> Path:
     conf("listgrains.conf", grains_file=str(base / "grains_list.yaml"))
     conf("nograinsfile.conf", grains_file=str(base / "absent.yaml"))
     conf("remote.conf", file_client="remote")
+    conf("keytypo.conf", pillar_root={"base": [str(base / "pillar")]})
     conf("noroots.conf", file_roots={"base": [str(base / "nostates")]})
     conf("fleet.conf", fleet_file=str(base / "fleet.yaml"), grains={})
     (base / "bare.conf").write_text(yaml.safe_dump(roots), encoding="utf-8")
@@ -144,6 +145,8 @@ ROWS = [
         "{ws}/conf_wrong_type.yaml: option 'file_roots' must be"),
     row("config-bad-value", "compile -c {ws}/conf_bad_strategy.yaml --minion web01", 2,
         "top_file_merging_strategy must be merge, same or merge_all (got 'mix')"),
+    row("config-key-typo", "compile -c {ws}/keytypo.conf", 0,
+        "'pillar_root' is neither a Salt 3008 option nor a saltpan one: ignored (did you mean 'pillar_roots'?)"),
     row("compile-no-minion", "compile -c {ws}/bare.conf", 2, "compile needs --minion ID"),
     row("grains-missing", "compile -c {ws}/good.conf --grains {ws}/nope.yaml", 2,
         "cannot read grains file {ws}/nope.yaml: No such file or directory"),
