@@ -11,11 +11,14 @@ minion returned (1 at least when one did not return); 2 when nothing could be se
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from runtime.cli.options import (
     OUTPUTS,
+    UsageError,
     add_config,
     add_log_level,
     add_out,
@@ -85,8 +88,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def check_flags(args: argparse.Namespace) -> None:
     """Options that only mean something together."""
-    from runtime.cli.options import UsageError
-
     if args.batch and args.run_async:
         raise UsageError("--async cannot run a batch (saltpan's master has no batch manager): drop --async to "
                          "run the batch from here, or --batch to publish to every minion at once")
@@ -97,10 +98,9 @@ def check_flags(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from runtime.cli.job_output import ReturnPrinter, state_overrides
+    from runtime.cli.job_output import state_overrides
     from runtime.cli.master_access import client_for
     from runtime.cli.options import plane_config
-    from runtime.config import option
 
     check_flags(args)
     opts = state_overrides(plane_config(args, "master"), args)
@@ -110,6 +110,40 @@ def run(args: argparse.Namespace) -> int:
     if args.tgt_type == "list" and isinstance(tgt, str):
         tgt = [t.strip() for t in tgt.split(",") if t.strip()]
     client = client_for(opts)
+    from runtime.client import ClientError
+
+    try:
+        return _dispatch(client, args, opts, tgt, fun_args, fun_kwargs)
+    except ClientError as exc:
+        if str(exc).endswith("(no_minions)"):
+            raise UsageError(f"{exc}{no_minion_hint(opts, tgt, args.tgt_type)}") from None
+        raise
+
+
+def no_minion_hint(opts: Mapping[str, Any], tgt: Any, tgt_type: str | None) -> str:
+    """For a target that matched no minion: the accepted minion closest to a misspelt id (a glob
+    or list target), else where the accepted minions are listed."""
+    from runtime.cli.parser import did_you_mean
+
+    try:
+        accepted = os.listdir(os.path.join(str(opts["pki_dir"]), "minions"))
+    except OSError:
+        return ""
+    if not accepted:
+        return "; no minion key is accepted yet (saltpan key -L lists the waiting ones, saltpan key -A accepts them)"
+    words = tgt if isinstance(tgt, list) else [tgt] if tgt_type in (None, "glob") else []
+    for word in words:
+        hint = did_you_mean(str(word), accepted)
+        if hint:
+            return hint
+    return f"; {len(accepted)} minions are accepted (saltpan key -L lists them)"
+
+
+def _dispatch(client: LocalClient, args: argparse.Namespace, opts: dict[str, Any], tgt: Any, fun_args: list[Any],
+              fun_kwargs: dict[str, Any]) -> int:
+    from runtime.cli.job_output import ReturnPrinter
+    from runtime.config import option
+
     if args.run_async:
         published = client.publish(tgt, args.fun, fun_args, fun_kwargs, args.tgt_type, int(args.timeout))
         print(f"Executed command with job ID: {published.jid}")

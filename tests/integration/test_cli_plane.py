@@ -162,6 +162,9 @@ def test_state_output_of_the_master_config(five: Cluster) -> None:
 @pytest.mark.parametrize(("argv", "code", "says"), [
     (["-C", "G@role:web and (", "test.ping"], 2, "saltpan run: the master refused:"),
     (["nosuch*", "test.ping"], 2, "No minions matched the target"),
+    (["b01", "test.ping"], 2, "No minions matched the target. No command was sent, no jid was assigned. "
+                              "(no_minions) (did you mean 'b1'?)"),
+    (["-L", "x1,x2", "test.ping"], 2, "(no_minions); 5 minions are accepted (saltpan key -L lists them)"),
     (["b1", "test.pong"], 1, "'test.pong' is not available"),
     (["b1", "state.apply", "test=maybe"], 2, "test='maybe' is not a boolean"),
     (["b1", "test.ping", "--bacth", "2"], 2, "no such option: --bacth (did you mean '--batch'?)"),
