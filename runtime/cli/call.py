@@ -86,7 +86,8 @@ def masterless_env(opts: dict[str, Any], need_pillar: bool) -> ModuleEnv:
             if error not in logged:
                 logged.add(error)
                 logging.getLogger("runtime.pillar").critical("Pillar render error: %s", error)
-        return result.pillar, result.errors
+        # the state run's return keeps Salt's words (its _errors), as salt-call's: the cause is logged above
+        return result.pillar, []
 
     env.fresh_pillar = fresh
     if need_pillar:

@@ -220,8 +220,8 @@ ROWS = [
     row("call-grains-file-missing", "call --local -c {ws}/nograinsfile.conf grains.items", 2,
         "grains_file {ws}/absent.yaml (config {ws}/nograinsfile.conf) does not exist"),
     row("call-pillar-error-names-the-file", "call --local -c {ws}/badpillar.conf state.apply", 1,
-        "{ws}/badpillar/roles/web.sls:2: Rendering SLS 'roles.web' failed: YAML syntax error",
-        where="out", not_says=("Please see master log",)),
+        "[CRITICAL] Pillar render error: {ws}/badpillar/roles/web.sls:2: Rendering SLS 'roles.web' failed: "
+        "YAML syntax error", "Pillar failed to render with the following messages:", where="any"),
     row("call-unknown-state-at-run-time", "call --local -c {ws}/typo.conf state.apply test=True", 1,
         "State 'file.manged' was not found in SLS 'web'",
         "ID 'hello' is declared at {ws}/typo/web.sls:1; did you mean 'file.managed'?", where="out"),
