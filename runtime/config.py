@@ -418,7 +418,11 @@ def unimplemented(key: str) -> str | None:
         return f"Salt option '{key}' is not implemented by saltpan: {INSTEAD[key]}"
     if key in salt_option_names():
         return f"Salt option '{key}' is not implemented by saltpan: it has no effect"
-    return f"'{key}' is neither a Salt 3008 option nor a saltpan one: ignored (a typo?)"
+    import difflib
+
+    close = difflib.get_close_matches(key, sorted(OPTIONS), n=1, cutoff=0.8)
+    hint = f"did you mean '{close[0]}'?" if close else "a typo?"
+    return f"'{key}' is neither a Salt 3008 option nor a saltpan one: ignored ({hint})"
 
 
 def warn_unimplemented(configured: Mapping[str, Any], origins: Mapping[str, str]) -> list[str]:

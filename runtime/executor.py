@@ -65,6 +65,9 @@ class Executor:
     failhard: bool = False
     # custom state functions synced to this host (runtime.modules.custom), looked up before saltpan's
     custom_states: Callable[[str, str], Callable[..., dict] | None] | None = None
+    # more about a state whose function cannot be found (where it is declared, the closest name):
+    # a line added to Salt's message
+    explain_missing: Callable[[dict], str] | None = None
     running: dict[str, dict] = field(default_factory=dict)
     pre: dict[str, dict] = field(default_factory=dict)
     run_num: int = 0
@@ -215,7 +218,8 @@ class Executor:
         if isinstance(func, Missing):
             ret = {"result": False, "name": low.get("name"), "changes": {},
                    "comment": f"State '{low['state']}.{low['fun']}' was not found in SLS '{low.get('__sls__')}'\n"
-                              f"Reason: {func.reason}\n"}
+                              f"Reason: {func.reason}\n"
+                              + (self.explain_missing(low) if self.explain_missing is not None else "")}
             return self.verify_failure(ret, prereq)
         missing = _missing_params(func, low)
         if missing:

@@ -223,7 +223,7 @@ def prepare(opts: dict[str, Any]) -> Identity:
         ensure_private_dir(opts[key])
     identity, created = load_or_create_identity(opts["pki_dir"], "master")
     if created:
-        log.warning("created the master key pair in %s (fingerprint %s)", opts["pki_dir"], identity.fingerprint)
+        log.info("created the master key pair in %s (fingerprint %s)", opts["pki_dir"], identity.fingerprint)
     load_or_create_client_key(client_key_path(opts["cachedir"], _user()))
     for user in option(opts, "publisher_acl", dict):
         _client_key_for(opts["cachedir"], str(user))
@@ -317,7 +317,7 @@ def run(opts: dict[str, Any]) -> int:
     if remotes:
         manager.add("GitfsUpdate", gitfs_update_main, opts)
     manager.start_all()
-    log.warning("master started: ret_port %s, publish_port %s, %d workers (pid %d)", opts["ret_port"],
+    log.info("master started: ret_port %s, publish_port %s, %d workers (pid %d)", opts["ret_port"],
                 opts["publish_port"], option(opts, "worker_threads", int), os.getpid())
     ready = False
     try:
@@ -330,5 +330,5 @@ def run(opts: dict[str, Any]) -> int:
         sdnotify.notify("STOPPING=1")
         manager.stop_all()
         pidfile.release(opts.get("pidfile"))
-        log.warning("master stopped")
+        log.info("master stopped")
     return 0

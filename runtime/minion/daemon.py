@@ -27,7 +27,7 @@ import zmq.asyncio
 
 from compiler import match
 from runtime import codec, protocol, transport
-from runtime.config import option, optional_option
+from runtime.config import ConfigError, option, optional_option
 from runtime.crypt.errors import CryptoError, NeedPublishKey, PublicationRefused, RemoteRefusal
 from runtime.crypt.identity import Identity, load_or_create_identity
 from runtime.crypt.publish import PublicationReceiver, PublishKey
@@ -72,7 +72,7 @@ class Minion:
         if identity is None:
             identity, created = load_or_create_identity(opts["pki_dir"], "minion")
             if created:
-                log.warning("created the minion key pair in %s (fingerprint %s)", opts["pki_dir"],
+                log.info("created the minion key pair in %s (fingerprint %s)", opts["pki_dir"],
                             identity.fingerprint)
         self.identity = identity
         self.trust = MasterTrust(opts["pki_dir"], optional_option(opts, "master_finger", str))
@@ -289,8 +289,9 @@ class Minion:
 
                     self.grains = grains_mod.minion_grains(self.opts, self.id)
                     await session.request(protocol.GrainsUpload(grains=self.grains))
-            except (RemoteRefusal, transport.RequestTimeout) as exc:
-                # As Salt: a failed refresh keeps the data in memory and the session up.
+            except (RemoteRefusal, transport.RequestTimeout, ConfigError) as exc:
+                # As Salt: a failed refresh (or a grains file broken since) keeps the data in memory
+                # and the session up.
                 log.error("%s%s failed, keeping the data in memory: %s", self.prefix, event.tag, exc)
             finally:
                 if event.done is not None:
@@ -508,7 +509,7 @@ def run(opts: dict[str, Any]) -> int:
         return cannot_start("minion", exc, log)
     try:
         minion = Minion(opts)
-    except (OSError, CryptoError) as exc:
+    except (OSError, CryptoError, ConfigError) as exc:   # ConfigError: a grains file that cannot be used
         pidfile.release(opts.get("pidfile"))
         return cannot_start("minion", exc, log)
 
@@ -519,7 +520,7 @@ def run(opts: dict[str, Any]) -> int:
             loop.add_signal_handler(sig, stop.set)
         if stopping.is_set():
             stop.set()
-        log.warning("minion %s starting (master %s)", minion.id, minion.ret_address())
+        log.info("minion %s starting (master %s)", minion.id, minion.ret_address())
         sdnotify.notify(f"READY=1\nSTATUS=minion {minion.id}, master {minion.ret_address()}")
         await minion.run(stop)
 
@@ -533,7 +534,7 @@ def run(opts: dict[str, Any]) -> int:
             log.warning("minion %s stopped; abandoned %d running job(s): %s", minion.id, len(abandoned),
                         ", ".join(f"{j['fun']} {j['jid']}" for j in abandoned))
         else:
-            log.warning("minion %s stopped", minion.id)
+            log.info("minion %s stopped", minion.id)
     if abandoned:
         # jobs running in threads would hold the exit until they end, and their returns could
         # not be sent any more: stop now, as salt-minion does (job processes run on by themselves)

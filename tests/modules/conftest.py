@@ -70,9 +70,11 @@ class Minion:
         return json.loads(out)["local"]
 
     def error(self, fun: str, *args: Any) -> str:
-        """The one-line error of a call that must fail (exit status 1)."""
+        """The one-line error of a call that must fail: exit status 1 when the function failed, 2 (a usage
+        error, docs/cli.md) when there is no such function."""
         code, out, err = self._run(fun, args)
-        assert code == 1, f"saltpan call {fun} was expected to fail:\n{out}\n{err}"
+        expected = 2 if "is not available" in err else 1
+        assert code == expected, f"saltpan call {fun} was expected to fail with {expected}:\n{out}\n{err}"
         assert err.startswith(f"Error running '{fun}'") or "is not available" in err, err
         return err
 

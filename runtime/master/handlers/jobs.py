@@ -55,7 +55,9 @@ class JobHandlers:
             reason = acl_mod.check(option(ctx.opts, "publisher_acl", dict), user, job.fun, minions)
             if reason is not None:
                 raise Refused("acl", reason)
-        jid = self.new_jid(job.fun, job.arg, job.tgt, job.tgt_type, user, minions)
+        # the job cache and events show keyword arguments as Salt does: a last {"__kwarg__": True, ...}
+        shown_arg = [*job.arg, {"__kwarg__": True, **job.kwarg}] if job.kwarg else list(job.arg)
+        jid = self.new_jid(job.fun, shown_arg, job.tgt, job.tgt_type, user, minions)
         payload: dict[str, Any] = {"jid": jid, "fun": job.fun, "arg": job.arg, "kwarg": job.kwarg, "tgt": job.tgt,
                                    "tgt_type": job.tgt_type, "user": user, "ret": job.ret, "timeout": job.timeout}
         if restricted:
@@ -64,7 +66,7 @@ class JobHandlers:
             # job may run only on the minions the ACL was checked for, and is sent only to them.
             payload["acl_minions"] = list(minions)
         ctx.events.fire(f"salt/job/{jid}/new", {"jid": jid, "tgt": job.tgt, "tgt_type": job.tgt_type, "fun": job.fun,
-                                                "arg": job.arg, "minions": minions, "user": user})
+                                                "arg": shown_arg, "minions": minions, "user": user})
         self.send_publication(payload, minions if job.tgt_type == "list" or restricted else None)
         log.info("published %s %s to %s (%d minions expected) for %s", jid, job.fun, job.tgt, len(minions), user)
         return protocol.PublishReply(jid=jid, minions=minions)
