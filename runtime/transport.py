@@ -36,6 +36,7 @@ from runtime.private_files import ensure_private_dir
 from runtime.protocol.base import MessageClass
 
 RID_SIZE = 8
+PROXY_REFUSALS = ("rate_limited", "busy")   # what the request proxy answers itself (runtime/protocol/errors.py)
 MAX_FRAMES = 8
 BROADCAST = b"all"
 IPC_PATH_MAX = 107  # sockaddr_un.sun_path on Linux, minus the NUL

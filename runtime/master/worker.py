@@ -79,8 +79,11 @@ class Worker:
             self.refusals.warning(f"clear:{cmd}:{exc.reason}", "refused %s from %s (%s): %s", cmd, peer, exc.reason,
                                   exc)
             return _clear(codec.error_load(exc.reason, str(exc)))
-        except Exception:  # noqa: BLE001 - a bug must not take the worker down
-            log.exception("clear command %s from %s failed", cmd, peer)
+        except Exception as exc:  # noqa: BLE001 - a bug must not take the worker down
+            # once per command and kind of failure and interval: a peer repeating the request that
+            # trips it must not write a traceback into the log per copy
+            self.refusals.exception(f"internal:{_command(cmd)}:{type(exc).__name__}",
+                                    "clear command %s from %s failed (internal_error)", _command(cmd), peer)
             return _clear(codec.error_load("internal_error", "the master could not process the request"))
 
     def _sealed(self, peer: str, load: dict[Any, Any]) -> bytes:
@@ -114,13 +117,19 @@ class Worker:
             self.refusals.warning(f"aes:{cmd}:{exc.reason}", "refused %s from minion %s (%s): %s", cmd, minion_id,
                                   exc.reason, exc.message)
             reply = codec.error_load(exc.reason, exc.message)
-        except Exception:  # noqa: BLE001
-            log.exception("%s from minion %s failed", cmd, minion_id)
+        except Exception as exc:  # noqa: BLE001
+            self.refusals.exception(f"internal:{_command(cmd)}:{type(exc).__name__}",
+                                    "%s from minion %s failed (internal_error)", _command(cmd), minion_id)
             reply = codec.error_load("internal_error", "the master could not process the request")
         return self.ctx.channel.seal_reply(request, reply)
 
     def close(self) -> None:
         self.ctx.close()
+
+
+def _command(cmd: Any) -> str:
+    """A command name for the log: one of the protocol's (anything else is shown as a repr, cut short)."""
+    return cmd if isinstance(cmd, str) and cmd in protocol.COMMANDS else repr(cmd)[:40]
 
 
 def _clear(load: Mapping[str, Any]) -> bytes:

@@ -12,6 +12,7 @@ dispatch (``runtime.master.worker``) and docs/protocol.md §5 are all derived fr
     session.py   sealed minion requests: heartbeat, publish key, return, pillar, grains, events
     files.py     sealed file server requests
     registry.py  REQUESTS, COMMANDS, classify(), parse_*_request()
+    errors.py    ERRORS: every error token the master answers with
 
 ``from runtime import protocol`` loads a module of this package when one of its names is first
 used (``protocol.Publish`` loads client.py only): making forty dataclasses costs tens of
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
         PublishReply,
         valid_function_name,
     )
+    from runtime.protocol.errors import ERRORS, MINION_SIDE, ErrorToken
     from runtime.protocol.files import (
         DirList,
         DirListReply,
@@ -97,6 +99,7 @@ _HOMES = {
     **dict.fromkeys(("AuthHello", "AuthReply"), "auth"),
     **dict.fromkeys(("ClientProof", "JobQuery", "JobReturns", "JobReturnsReply", "Publish", "PublishJob",
                      "PublishReply", "valid_function_name"), "client"),
+    **dict.fromkeys(("ERRORS", "ErrorToken", "MINION_SIDE"), "errors"),
     **dict.fromkeys(("DirList", "DirListReply", "FileChunk", "FileEnvs", "FileEnvsReply", "FileFind", "FileFindReply",
                      "FileHash", "FileHashReply", "FileList", "FileListReply", "ServeFile"), "files"),
     **dict.fromkeys(("CLEAR_COMMANDS", "COMMANDS", "INNER_MESSAGES", "REQUESTS", "SESSION_COMMANDS", "UNKNOWN_CLASS",
@@ -108,9 +111,9 @@ _HOMES = {
 }
 
 __all__ = ["AuthHello", "AuthReply", "CLEAR_COMMANDS", "COMMANDS", "ClientProof", "DirList", "DirListReply",
-    "ErrorReply", "EventsReply", "FileChunk", "FileEnvs", "FileEnvsReply", "FileFind", "FileFindReply",
+    "ERRORS", "ErrorReply", "ErrorToken", "EventsReply", "FileChunk", "FileEnvs", "FileEnvsReply", "FileFind", "FileFindReply",
     "FileHash", "FileHashReply", "FileList", "FileListReply", "GrainsUpload", "Heartbeat", "HeartbeatReply",
-    "INNER_MESSAGES", "JobQuery", "JobReturn", "JobReturns", "JobReturnsReply", "MAX_EVENTS_PER_REQUEST",
+    "INNER_MESSAGES", "JobQuery", "MINION_SIDE", "JobReturn", "JobReturns", "JobReturnsReply", "MAX_EVENTS_PER_REQUEST",
     "Message", "MessageClass", "MinionEvent", "MinionEvents", "Ok", "PILLAR_OVERRIDES", "PillarReply",
     "PillarRequest", "ProtocolError", "Publish", "PublishJob", "PublishKeyReply", "PublishKeyRequest",
     "PublishReply", "REQUESTS", "Reply", "Request", "SESSION_COMMANDS", "ServeFile", "SessionRequest",

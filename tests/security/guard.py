@@ -19,7 +19,9 @@ exception, :meth:`Attack.verify` checks, in order:
    descriptors stayed bounded;
 6. the key store is byte-for-byte unchanged (unless the attack is a legit key operation);
 7. each expected refusal was logged, with its reason, and no more than once per process per
-   ``refusal_log_interval`` (rate-limited).
+   ``refusal_log_interval`` (rate-limited);
+8. the master logged no traceback and answered no ``internal_error``: hostile input is refused
+   with a documented token, never by tripping over it (unless the attack declares otherwise).
 """
 
 from __future__ import annotations
@@ -75,6 +77,7 @@ class Attack:
     max_ping_s: float = DEFAULT_MAX_PING_S
     ping_victim_after: bool = False
     extra_jobs_ok: bool = False
+    tracebacks_ok: bool = False
     recorded: list[tuple[str, Any]] = field(default_factory=list)
     pings: list[PingResult] = field(default_factory=list)
     events: list[tuple[str, dict]] = field(default_factory=list)
@@ -233,6 +236,14 @@ class Attack:
             assert count >= 1, f"{who} did not log a refusal matching {pattern!r}"
             assert count <= bound, f"{who} logged {count} lines matching {pattern!r} in {self.duration:.1f} s " \
                                    f"(rate limit allows {bound})"
+
+        # 8. no traceback, no internal_error
+        if not self.tracebacks_ok:
+            master_log = "".join(t for p, t in new_logs.items() if p.name == "master.log")
+            assert "Traceback" not in master_log and "internal_error" not in master_log, \
+                "the master logged a traceback or an internal_error during the attack:\n" + master_log[-3000:]
+            answered = [obj for _, obj in self.recorded if "internal_error" in repr(obj)[:100_000]]
+            assert not answered, f"the master answered internal_error: {answered[:3]}"
 
     def _new_logs(self) -> dict[Path, str]:
         out = {}

@@ -141,6 +141,9 @@ class Lab:
             f"    - inject.{name}" for name in INJECTION_SLS]
         # ids re-used under a new key (identity leftovers): their pillar shows the grains it was compiled with
         top += [f"  '{HEIR_PREFIX}*':", "    - echo_grains"]
+        # ids that do not start with a letter or digit (YAML or Jinja syntax): their pillar pastes the id
+        top += ["  '^[^A-Za-z0-9]':", "    - match: pcre", "    - hostid"]
+        (pillar / "hostid.sls").write_text("host: {{ grains['id'] }}\n")
         (pillar / "echo_grains.sls").write_text("owner: {{ grains.get('owner', 'nobody') }}\n")
         (pillar / "top.sls").write_text("\n".join(top) + "\n")
         (pillar / "common.sls").write_text("common: shared\n")

@@ -45,7 +45,8 @@ class JobHandlers:
         try:
             key = load_client_key(client_key_path(self.ctx.opts["cachedir"], user))
         except (KeyFileError, ValueError):
-            raise Refused("bad_proof", f"no client key for user {user!r}") from None
+            # the same answer as a wrong MAC: a peer cannot learn which users hold a client key
+            raise Refused("bad_proof", f"client proof for user {user[:64]!r} does not verify") from None
         verified_user, nonce = verify_proof(key, request.proof.to_wire(), request.body,
                                              not_before_ms=self.ctx.sessions.started_ms())
         if not self.ctx.sessions.claim_nonce("client", nonce, int(time.time() * 1000) + 300_000):
