@@ -72,6 +72,7 @@ if TYPE_CHECKING:
         SESSION_COMMANDS,
         UNKNOWN_CLASS,
         classify,
+        classify_request,
         envelope_class,
         parse_clear_request,
         parse_session_request,
@@ -103,7 +104,7 @@ _HOMES = {
     **dict.fromkeys(("DirList", "DirListReply", "FileChunk", "FileEnvs", "FileEnvsReply", "FileFind", "FileFindReply",
                      "FileHash", "FileHashReply", "FileList", "FileListReply", "ServeFile"), "files"),
     **dict.fromkeys(("CLEAR_COMMANDS", "COMMANDS", "INNER_MESSAGES", "REQUESTS", "SESSION_COMMANDS", "UNKNOWN_CLASS",
-                     "classify", "envelope_class", "parse_clear_request", "parse_session_request", "read_envelope"),
+                     "classify", "classify_request", "envelope_class", "parse_clear_request", "parse_session_request", "read_envelope"),
                     "registry"),
     **dict.fromkeys(("MAX_EVENTS_PER_REQUEST", "PILLAR_OVERRIDES", "EventsReply", "GrainsUpload", "Heartbeat",
                      "HeartbeatReply", "JobReturn", "MinionEvent", "MinionEvents", "PillarReply", "PillarRequest",
@@ -117,7 +118,7 @@ __all__ = ["AuthHello", "AuthReply", "CLEAR_COMMANDS", "COMMANDS", "ClientProof"
     "Message", "MessageClass", "MinionEvent", "MinionEvents", "Ok", "PILLAR_OVERRIDES", "PillarReply",
     "PillarRequest", "ProtocolError", "Publish", "PublishJob", "PublishKeyReply", "PublishKeyRequest",
     "PublishReply", "REQUESTS", "Reply", "Request", "SESSION_COMMANDS", "ServeFile", "SessionRequest",
-    "UNKNOWN_CLASS", "classify", "encode_clear", "envelope_class", "parse_clear_request",
+    "UNKNOWN_CLASS", "classify", "classify_request", "encode_clear", "envelope_class", "parse_clear_request",
     "parse_session_request", "read_envelope", "valid_function_name"]
 
 

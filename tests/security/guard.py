@@ -4,11 +4,15 @@
         reply = atk.raw().clear({"cmd": "__init__"})
         assert reason(reply) == "unknown_command"
 
-While the block runs, a thread pings ``web01`` (the legit round trip) and a listener records
-every event on the master bus; a sniffer counts publications.  When the block ends without an
-exception, :meth:`Attack.verify` checks, in order:
+While the block runs, a thread pings ``web01`` (the legit round trip), an honest minion
+(``probe01``, tests/security/probe.py) times each of its own requests one after the other (a
+heartbeat, a file hash, its pillar), and a listener records every event on the master bus; a
+sniffer counts publications.  When the block ends without an exception, :meth:`Attack.verify`
+checks, in order:
 
-1. the legit round trip worked during the attack and works after it (web01 and db01);
+1. the legit round trip worked during the attack and works after it (web01 and db01), and the
+   honest minion's requests were all answered, 95 % of them within ``max_probe_s`` (measured
+   while the attack loads the master, not before or after);
 2. no job was published or run except those pings (job cache, publications seen on the
    publish port, job lines in every minion's log);
 3. no canary appears in any reply the attack recorded, any event, any new log line, any
@@ -52,11 +56,13 @@ from tests.security.lab import (
     PingResult,
     proc_stat,
 )
+from tests.security.probe import HonestProbe, ProbeResult
 
 JOB_LINE = re.compile(r"running job (\d{20})|with jid (\d{20})")
 MAX_RSS_GROWTH_KIB = 40 * 1024        # per master process, per attack
 MAX_FD_GROWTH = 24                    # per master process, per attack
 DEFAULT_MAX_PING_S = 5.0              # the machine is shared; the flood test holds pings to 2 s
+DEFAULT_MAX_PROBE_S = 2.0             # 95th percentile of the honest minion's requests during an attack
 _last_end = [0.0]
 
 
@@ -78,6 +84,7 @@ class Attack:
     ping_victim_after: bool = False
     extra_jobs_ok: bool = False
     tracebacks_ok: bool = False
+    max_probe_s: float = DEFAULT_MAX_PROBE_S
     recorded: list[tuple[str, Any]] = field(default_factory=list)
     pings: list[PingResult] = field(default_factory=list)
     events: list[tuple[str, dict]] = field(default_factory=list)
@@ -142,6 +149,8 @@ class Attack:
                          threading.Thread(target=self._ping_loop, daemon=True)]
         for thread in self._threads:
             thread.start()
+        assert lab.probe_minion is not None
+        self.probe = HonestProbe(lab.probe_minion).start()
 
     def _listen(self) -> None:
         while not self._stop.is_set():
@@ -159,6 +168,7 @@ class Attack:
         self._stop.set()
         for thread in self._threads:
             thread.join(self.max_ping_s + 5)
+        self.probed = self.probe.stop() if hasattr(self, "probe") else ProbeResult()
         for closer in self._closers:
             closer()
         self.duration = time.monotonic() - self.started
@@ -179,6 +189,10 @@ class Attack:
             from tests.security.lab import VICTIM
             after.append(lab.ping(VICTIM, timeout=10))
         assert all(p.ok for p in after), f"legit test.ping failed after the attack: {after}"
+        probed = self.probed
+        assert probed.latencies, "the honest minion made no request during the attack"
+        assert not probed.failures, f"the honest minion's requests failed during the attack: {probed.failures[:5]}"
+        assert probed.percentile(95) <= self.max_probe_s, f"the honest minion was slow: {probed.summary()}"
         self.pings += after
         ping_jids = {p.jid for p in self.pings if p.jid} | self.allowed_jids
         time.sleep(0.3)  # let the last publications and events land
