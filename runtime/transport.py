@@ -39,10 +39,10 @@ from runtime.transport_fair import LANES, FairLimits, FairQueue, FlowKey, Lane, 
 from runtime.transport_flows import ClientProofs, SessionDirectory, decode_meta, session_id
 
 RID_SIZE = 8
-PROXY_REFUSALS = ("rate_limited", "busy")
+PROXY_REFUSALS = ("rate_limited", "busy")   # what the request proxy answers itself (runtime/protocol/errors.py)
 # requests one client connection may have waiting in libzmq before the proxy reads them (honest
 # clients have a handful in flight; a flood from one connection waits in its own kernel buffers)
-FRONTEND_RCVHWM = 256   # what the request proxy answers itself (runtime/protocol/errors.py)
+FRONTEND_RCVHWM = 256
 MAX_FRAMES = 8
 BROADCAST = b"all"
 IPC_PATH_MAX = 107  # sockaddr_un.sun_path on Linux, minus the NUL
@@ -323,6 +323,7 @@ class ProxyStats:
     expired: int = 0        # waited longer than the client would (dropped unanswered)
     workers_lost: int = 0   # a worker vanished while the proxy was sending to it
     held_unread: int = 0    # dropped: its flow left more than max_unread_reply_bytes of replies unread
+    dropped_gone: int = 0   # dropped unanswered: the connection it came on closed while it waited
 
 
 QueueLimits = FairLimits     # the proxy's queue bounds and schedule (runtime.transport_fair)
@@ -548,6 +549,11 @@ class RequestProxy:
             if taken is None:
                 return
             pending = taken.item
+            if pending.conn is not None and not self.conns.alive(pending.conn, pending.serial):
+                # nobody to answer: a flood's backlog must not keep the workers busy after it left
+                self.stats.dropped_gone += 1
+                self.fair.done(taken, 0.0, now)
+                continue
             worker, _ = self.ready.popitem(last=False)
             try:
                 self.backend.send_multipart([worker, b"", pending.client, pending.peer, pending.rid, pending.body],

@@ -278,6 +278,10 @@ class ConnectionTable:
                 self._read(conn)         # what the peer acknowledged before any reply: the handshake
             conn.written += wire_bytes
 
+    def alive(self, conn: Connection, serial: int) -> bool:
+        """Whether ``conn`` (the one ``serial`` names) is still open: a reply could reach it."""
+        return conn.serial == serial and not conn.closing and self.by_fd.get(conn.fd) is conn
+
     def bind_flow(self, conn: Connection | None, flow: FlowKey) -> None:
         if conn is not None and conn.flow != flow and self.by_fd.get(conn.fd) is conn:
             self._set_flow(conn, flow)

@@ -49,6 +49,7 @@ from tests.security.clients import RawClient
 from tests.security.lab import (
     ACCEPTED,
     PENDING,
+    PROBE,
     REFUSAL_LOG_INTERVAL,
     REJECTED,
     WORKERS,
@@ -138,6 +139,7 @@ class Attack:
         self.started = time.monotonic()
         self.log_offsets = {p: p.stat().st_size for p in lab.log_files()}
         self.snapshot = _snapshot(lab.base)
+        self.data_cache = _data_cache_rows(lab)
         self.key_store = lab.key_store()
         self.procs = {pid: (name, proc_stat(pid)) for pid, name in lab.master_processes().items()}
         self.fake_seen = len(lab.fake.snapshot()) if lab.fake else 0
@@ -180,7 +182,11 @@ class Attack:
 
     def verify(self) -> None:
         lab = self.lab
-        # 1. the legit round trip, during and after
+        # 1. the honest minion's own requests and the legit round trip, during and after
+        probed = self.probed
+        assert probed.latencies, "the honest minion made no request during the attack"
+        assert not probed.failures, f"the honest minion's requests failed during the attack: {probed.failures[:5]}"
+        assert probed.percentile(95) <= self.max_probe_s, f"the honest minion was slow: {probed.summary()}"
         assert self.pings, "no ping ran during the attack"
         failed = [p for p in self.pings if not p.ok or p.seconds > self.max_ping_s]
         assert not failed, f"legit test.ping failed or was slow during the attack: {failed}"
@@ -189,10 +195,6 @@ class Attack:
             from tests.security.lab import VICTIM
             after.append(lab.ping(VICTIM, timeout=10))
         assert all(p.ok for p in after), f"legit test.ping failed after the attack: {after}"
-        probed = self.probed
-        assert probed.latencies, "the honest minion made no request during the attack"
-        assert not probed.failures, f"the honest minion's requests failed during the attack: {probed.failures[:5]}"
-        assert probed.percentile(95) <= self.max_probe_s, f"the honest minion was slow: {probed.summary()}"
         self.pings += after
         ping_jids = {p.jid for p in self.pings if p.jid} | self.allowed_jids
         time.sleep(0.3)  # let the last publications and events land
@@ -233,6 +235,13 @@ class Attack:
             allowed.append(f"{Path(lab.opts['pki_dir']).relative_to(lab.base)}/*")
         unexpected = [path for path in changed if not any(fnmatch.fnmatchcase(path, pat) for pat in allowed)]
         assert not unexpected, f"files written or changed outside the job cache and logs: {unexpected}"
+        # the data cache's files change with the honest probe's own pillar: its rows for every other
+        # minion must not, unless the attack declared data-cache writes
+        cache_db = f"{Path(lab.opts['cachedir']).relative_to(lab.base)}/minion_data.sqlite"
+        if not any(fnmatch.fnmatchcase(cache_db, pat) for pat in self.allowed_writes):
+            rows = _data_cache_rows(lab)
+            moved = sorted(key for key in {*rows, *self.data_cache} if rows.get(key) != self.data_cache.get(key))
+            assert not moved, f"the minion data cache changed during the attack: {moved}"
 
         # 5. master processes alive, bounded memory and descriptors
         self._check_processes()
@@ -330,11 +339,22 @@ def _always_allowed(lab: Lab) -> list[str]:
     return [
         "*.log", "*.out",                                  # logs
         f"{cachedir}/jobs.sqlite*",                        # the job cache
-        f"{cachedir}/minion_data.sqlite-shm",              # readers' marks in the data cache's WAL index (no data)
+        f"{cachedir}/minion_data.sqlite*",                 # the probe's own pillar (rows checked apart)
         f"{cachedir}/presence.json",                       # rewritten every heartbeat period
         f"{cachedir}/.tmp-*",                              # ... atomically, through a temporary file
         f"{cachedir}",                                     # its directory entry (mtime)
     ]
+
+
+def _data_cache_rows(lab: Lab) -> dict[tuple[str, str], str]:
+    """Every row of the master's minion data cache but the honest probe's (whose ``_pillar``
+    requests store its pillar): (minion, bank) -> the stored JSON."""
+    path = Path(lab.opts["cachedir"]) / "minion_data.sqlite"
+    if not path.exists():
+        return {}
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10) as conn:
+        rows = conn.execute("SELECT minion, bank, value FROM data WHERE minion != ?", (PROBE,)).fetchall()
+    return {(minion, bank): value for minion, bank, value in rows}
 
 
 def _jobs_since(lab: Lab, since: float) -> dict[str, str]:
