@@ -87,6 +87,8 @@ _TOKENS = (
     ErrorToken("bad_target", "client", "the target does not parse, or its type is unknown"),
     ErrorToken("no_minions", "client", "the target matches no accepted minion: no jid was assigned"),
     ErrorToken("acl", "client", "`publisher_acl` does not allow this user this function on every minion targeted"),
+    ErrorToken("bad_backend", "client", "a `fileserver_update` body that is not a map of backend names and remote "
+               "patterns, or a backend not in `fileserver_backend` or not configured"),
     ErrorToken("unknown_job", "client", "no such job for this user; from a minion: a return for a jid that does "
                "not exist"),
     # sealed handlers
