@@ -267,6 +267,19 @@ OPTIONS: dict[str, Option] = {
                                 "requests; local clients' publish/job_returns are not charged to it).", unit="per second", salt=SALTPAN_ONLY),
     "clear_burst_per_peer": Option(400.0, "num", "master", "Burst allowed above clear_rate_per_peer.", salt=SALTPAN_ONLY),
     "clear_burst_global": Option(4000.0, "num", "master", "Burst allowed above clear_rate_global.", salt=SALTPAN_ONLY),
+    "max_connections": Option(10000, "int", "master",
+                              "Connections the request port (ret_port) holds at once; beyond it the least recently "
+                              "active connection of the address holding the most is closed (its client reconnects). "
+                              "Lowered to what the open-files limit leaves.", salt=SALTPAN_ONLY),
+    "max_unread_reply_bytes": Option(8 * 1024 * 1024, "int", "master",
+                                     "Bytes of replies the connections of one minion, local user or address may "
+                                     "leave unread (sent, not yet acknowledged by the peer); beyond it its next "
+                                     "requests wait until it reads them.", unit="bytes", salt=SALTPAN_ONLY),
+    "max_unfinished_bytes": Option(64 * 1024 * 1024, "int", "master",
+                                   "Bytes of requests not yet whole (frames of a multipart message, which libzmq "
+                                   "buffers until the last one) the request port holds for all connections "
+                                   "together; beyond it the connections holding the most are closed (one holding "
+                                   "more than max_message_size at once).", unit="bytes", salt=SALTPAN_ONLY),
     "refusal_log_interval": Option(60.0, "num", "both",
                                    "Seconds between two log lines for the same kind of refused request (per "
                                    "process; the next line counts the ones suppressed).", unit="s", salt=SALTPAN_ONLY),

@@ -14,6 +14,7 @@ pid file; ipc sockets live in sock_dir (0700) and are 0600.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import multiprocessing
 import os
@@ -35,6 +36,8 @@ from runtime.master import worker as worker_mod
 from runtime.master.sessions import SQLiteSessionStore
 from runtime.private_files import ensure_private_dir
 from runtime.ratelog import RateLimitedLog
+from runtime.transport_conns import ConnectionLimits
+from runtime.transport_flows import ClientProofs, current_user
 
 log = logging.getLogger("saltpan.master")
 
@@ -112,9 +115,10 @@ def event_publisher_main(opts: dict[str, Any]) -> None:
 
 def req_server_main(opts: dict[str, Any]) -> None:
     stop = _child_setup(opts, "ReqServer")
+    transport.return_large_buffers_to_os()   # before libzmq's threads make their arenas
     ctx = zmq.Context()
     limits = transport.SocketLimits(max_message_size=option(opts, "max_message_size", int))
-    front = transport.make_socket(ctx, zmq.ROUTER, limits)
+    front = transport.make_socket(ctx, zmq.ROUTER, dataclasses.replace(limits, rcvhwm=transport.FRONTEND_RCVHWM))
     transport.bind(front, transport.tcp_address(opts["interface"], int(opts["ret_port"])))
     back = transport.make_socket(ctx, zmq.ROUTER, limits)
     transport.bind(back, transport.ipc_address(opts["sock_dir"], worker_mod.WORKERS_IPC))
@@ -126,13 +130,33 @@ def req_server_main(opts: dict[str, Any]) -> None:
                                                  burst=option(opts, "clear_burst_global", float))
     refusals = RateLimitedLog(log, option(opts, "refusal_log_interval", float))
     proxy = transport.RequestProxy(front, back, log=refusals,
-                                   admit=transport.ClearRateLimit(per_peer, global_bucket, client_per_peer))
+                                   admit=transport.ClearRateLimit(per_peer, global_bucket, client_per_peer),
+                                   connections=connection_limits(opts),
+                                   proofs=ClientProofs(opts["cachedir"], current_user()))
     try:
         proxy.run(stop)
     finally:
         front.close(linger=0)
         back.close(linger=0)
         ctx.term()
+
+
+def connection_limits(opts: dict[str, Any]) -> ConnectionLimits:
+    """The request port's connection bounds (runtime.transport_conns) from the config; at most as
+    many connections as the open-files limit leaves room for."""
+    import resource
+
+    wanted = option(opts, "max_connections", int)
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    allowed = wanted if soft == resource.RLIM_INFINITY else max(64, min(wanted, soft - 256))
+    if allowed < wanted:
+        log.warning("max_connections %d lowered to %d: the open-files limit is %d (raise it with ulimit -n)",
+                    wanted, allowed, soft)
+    heartbeat = option(opts, "heartbeat_period", float)
+    return ConnectionLimits(max_connections=allowed, idle_s=max(300.0, 10 * heartbeat),
+                            max_unfinished=option(opts, "max_unfinished_bytes", int),
+                            max_message=option(opts, "max_message_size", int),
+                            max_unread=option(opts, "max_unread_reply_bytes", int))
 
 
 def worker_main(opts: dict[str, Any], identity: Identity, index: int) -> None:

@@ -230,10 +230,13 @@ class MinionEvents(SessionRequest[EventsReply]):
     REPLY: ClassVar[type[Reply]] = EventsReply
     NOTES: ClassVar[str] = (f"at most {MAX_EVENTS_PER_REQUEST} events; an event that is not a map with a string `tag` "
                             "and a map `data` is skipped; fired on the master bus with `data[\"id\"]` set from the "
-                            "session; never turned into jobs or master actions (class 3): the master's own prefixes "
-                            "(`salt/job/`, `salt/auth`, `salt/key`, `salt/presence/`, `salt/run/`, `salt/wheel/`) "
-                            "are refused; data over `max_event_size` trimmed as Salt trims it (`\"VALUE_TRIMMED\"`), "
-                            "dropped if still too large; `fired` counts the events put on the bus")
+                            "session; never turned into jobs or master actions (class 3): tags in the master's "
+                            "namespaces (`salt/` except the sender's own `salt/minion/<id>/` and `salt/beacon/<id>/`, "
+                            "a bare job id), however written (case, doubled or trailing slashes, backslashes, blanks, "
+                            "invisible or look-alike characters), are refused `reserved_tag`, empty, over-long or "
+                            "control-character tags `invalid_tag` (`runtime/master/event_tags.py`); data over "
+                            "`max_event_size` trimmed as Salt trims it (`\"VALUE_TRIMMED\"`), dropped if still too "
+                            "large; `fired` counts the events put on the bus")
 
     events: tuple[MinionEvent, ...]
     skipped: int = dataclasses.field(default=0, metadata=LOCAL)   # malformed events left out

@@ -78,7 +78,8 @@ class WorkerContext:
         try:
             key = load_client_key(client_key_path(self.opts["cachedir"], user))
         except (KeyFileError, ValueError):
-            raise Refused("bad_proof", f"no client key for user {user!r}") from None
+            # the same answer as a wrong MAC: a peer cannot learn which users hold a client key
+            raise Refused("bad_proof", f"client proof for user {user[:64]!r} does not verify") from None
         verified_user, nonce = verify_proof(key, proof.to_wire(), body, not_before_ms=self.sessions.started_ms())
         if not self.sessions.claim_nonce("client", nonce, int(time.time() * 1000) + 300_000):
             raise Refused("replayed", "client request replayed")
