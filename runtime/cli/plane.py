@@ -6,7 +6,7 @@ import argparse
 import json
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runtime.cli.options import (
     OUTPUTS,
@@ -19,6 +19,9 @@ from runtime.cli.options import (
 )
 from runtime.config import ConfigError, option
 from runtime.state_returns import STATE_FUNCTIONS
+
+if TYPE_CHECKING:
+    from runtime.master.keys import KeyStore
 
 
 def _opts(args: argparse.Namespace, role: str) -> dict[str, Any]:
@@ -35,9 +38,24 @@ def master(args: argparse.Namespace) -> int:
         opts = _opts(args, "master")
     except ConfigError as exc:
         return _fail("master", exc)
+    if args.init_store:
+        return init_store(opts)
     from runtime.master import daemon
 
     return daemon.run(opts)
+
+
+def init_store(opts: dict[str, Any]) -> int:
+    """``saltpan master --init-store``: create or migrate the master store, then exit."""
+    from runtime.master.store import factory
+    from runtime.master.store.errors import StoreError
+
+    try:
+        for line in factory.init_store(opts):
+            print(line)
+    except (StoreError, ConfigError, OSError) as exc:
+        return _fail("master --init-store", exc)
+    return 0
 
 
 def minion(args: argparse.Namespace) -> int:
@@ -187,14 +205,23 @@ def _local_finger(pki_dir: str, match: str) -> dict[str, str]:
 
 
 def key(args: argparse.Namespace) -> int:
-    from runtime.master.keys import FileKeyStore
+    from runtime.master.store import factory
+    from runtime.master.store.errors import StoreError
 
     try:
         opts = _opts(args, "master")
-    except ConfigError as exc:
+        store = factory.open_key_store(opts)
+    except (ConfigError, StoreError) as exc:
         return _fail("key", exc)
-    store = FileKeyStore(opts["pki_dir"], max_pending=option(opts, "max_pending_keys", int))
+    try:
+        return _key(args, opts, store)
+    except StoreError as exc:
+        return _fail("key", exc)
+    finally:
+        store.close()
 
+
+def _key(args: argparse.Namespace, opts: dict[str, Any], store: KeyStore) -> int:
     def show(data: dict[str, Any]) -> None:
         if args.out == "json":
             print(json.dumps(data, indent=4))
@@ -334,13 +361,19 @@ def job_instance(jid: str, job: dict[str, Any]) -> dict[str, Any]:
 
 
 def jobs(args: argparse.Namespace) -> int:
-    from runtime.cli import output
-    from runtime.master.jobcache import SQLiteJobCache
+    from runtime.master.store.errors import StoreError
 
     try:
         opts = _opts(args, "master")
-    except ConfigError as exc:
+        return _jobs(args, opts)
+    except (ConfigError, StoreError) as exc:
         return _fail("jobs", exc)
+
+
+def _jobs(args: argparse.Namespace, opts: dict[str, Any]) -> int:
+    from runtime.cli import output
+    from runtime.master.store import factory
+
     if args.action == "active":
         from runtime.client import ClientError, LocalClient
 
@@ -357,7 +390,7 @@ def jobs(args: argparse.Namespace) -> int:
                                                            "Returned": []})
                     entry["Running"].append({minion_id: job.get("pid")})
         if active:
-            cache = SQLiteJobCache(opts["cachedir"])
+            cache = factory.open_job_cache(opts)
             try:
                 for jid, entry in active.items():
                     entry["Returned"] = sorted(cache.returns(jid))
@@ -365,7 +398,7 @@ def jobs(args: argparse.Namespace) -> int:
                 cache.close()
         print(output.render(active, args.out or "nested", sys.stdout))
         return 0
-    cache = SQLiteJobCache(opts["cachedir"])
+    cache = factory.open_job_cache(opts)
     try:
         data: dict[str, Any]
         if args.action == "list":
@@ -386,14 +419,19 @@ def jobs(args: argparse.Namespace) -> int:
 
 
 def minions(args: argparse.Namespace) -> int:
-    from runtime.master.keys import FileKeyStore
     from runtime.master.maintenance import read_presence
+    from runtime.master.store import factory
+    from runtime.master.store.errors import StoreError
 
     try:
         opts = _opts(args, "master")
-    except ConfigError as exc:
+        store = factory.open_key_store(opts)
+        try:
+            keys = store.list_keys()
+        finally:
+            store.close()
+    except (ConfigError, StoreError) as exc:
         return _fail("minions", exc)
-    keys = FileKeyStore(opts["pki_dir"]).list_keys()
     accepted = keys.get("minions", [])
     if not args.status:
         data: Any = accepted
@@ -434,6 +472,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     p = sub.add_parser("master", help="run the master daemon")
     common(p)
+    p.add_argument("--init-store", dest="init_store", action="store_true",
+                   help="create or migrate the master store (master_store: sqlite or postgres) and exit")
     p.set_defaults(func=master)
 
     p = sub.add_parser("minion", help="run the minion daemon")

@@ -31,7 +31,6 @@ from runtime.crypt.identity import Identity, load_or_create_identity
 from runtime.events import EVENT_PUB, EVENT_PULL
 from runtime.log_setup import setup_daemon
 from runtime.master import worker as worker_mod
-from runtime.master.sessions import SQLiteSessionStore
 from runtime.private_files import ensure_private_dir
 from runtime.ratelog import RateLimitedLog
 
@@ -200,7 +199,8 @@ class ProcessManager:
 
 
 def prepare(opts: dict[str, Any]) -> Identity:
-    """Directories, the master key pair, client keys, and a fresh session store."""
+    """Directories, the master key pair, client keys, the master store checked (reachable, schema
+    current) and this master's sessions reset."""
     for name in (EVENT_PULL, EVENT_PUB, worker_mod.WORKERS_IPC, worker_mod.PUBLISH_PULL):
         transport.ipc_path(opts["sock_dir"], name)  # raises AddressError when sock_dir is too long
     for key in ("pki_dir", "cachedir", "sock_dir"):
@@ -211,9 +211,14 @@ def prepare(opts: dict[str, Any]) -> Identity:
     load_or_create_client_key(client_key_path(opts["cachedir"], _user()))
     for user in option(opts, "publisher_acl", dict):
         _client_key_for(opts["cachedir"], str(user))
-    store = SQLiteSessionStore.in_sock_dir(opts["sock_dir"])
-    store.reset()
-    store.close()
+    from runtime.master.store import factory
+
+    factory.check_store(opts)
+    store = factory.open_session_store(opts)
+    try:
+        store.reset()
+    finally:
+        store.close()   # before the children are forked: they open their own connections
     return identity
 
 
@@ -270,8 +275,10 @@ def run(opts: dict[str, Any]) -> int:
     """Run the master until SIGTERM/SIGINT; 0 after a clean stop, 2 when it cannot start."""
 
     from runtime import pidfile, sdnotify
+    from runtime.config import ConfigError
     from runtime.crypt.errors import KeyFileError
     from runtime.log_setup import LogFileError, cannot_start, setup_daemon
+    from runtime.master.store.errors import StoreError
     from runtime.transport import TransportError
 
     stop = threading.Event()
@@ -286,7 +293,7 @@ def run(opts: dict[str, Any]) -> int:
         return cannot_start("master", exc, log)
     try:
         identity = prepare(opts)
-    except (OSError, KeyFileError) as exc:
+    except (OSError, KeyFileError, StoreError, ConfigError) as exc:
         pidfile.release(opts.get("pidfile"))
         return cannot_start("master", exc, log)
     manager = ProcessManager()

@@ -94,8 +94,7 @@ class JobHandlers:
                 minions: list[str]) -> str:
         for _ in range(100):
             jid = jid_mod.new_jid()
-            if self.ctx.jobs.job(jid) is None:
-                self.ctx.jobs.add_job(jid, fun, arg, tgt, tgt_type, user, minions)
+            if self.ctx.jobs.add_job(jid, fun, arg, tgt, tgt_type, user, minions):   # False: jid taken
                 return jid
         raise Refused("busy", "could not allocate a job id")
 
