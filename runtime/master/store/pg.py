@@ -179,7 +179,8 @@ class PgDatabase:
         if isinstance(exc, (psycopg.OperationalError, psycopg.errors.QueryCanceled)) or (
                 conn is not None and (conn.closed or conn.broken)):
             return self.unavailable(exc)
-        return StoreError(f"{self.settings.describe()}: {str(exc).strip().splitlines()[0] if str(exc) else exc!r}")
+        text = str(exc).strip()
+        return StoreError(f"{self.settings.describe()}: {text.splitlines()[0] if text else repr(exc)}")
 
     def run(self, work: Callable[[Conn], T], *, transaction: bool = True) -> T:
         """``work(conn)`` in one transaction (or autocommit statements); once more on a new

@@ -110,7 +110,7 @@ class PgKeyStore(RecordKeyStore):
 
     def _count(self, status: str, limit: int) -> int:
         return int(self._do(lambda c: scalar(
-            c, "SELECT count(*) FROM (SELECT 1 FROM saltpan_minion_keys WHERE status = %s LIMIT %s) AS some",
+            c, "SELECT count(*) FROM (SELECT 1 FROM saltpan_minion_keys WHERE status = %s LIMIT %s) AS counted",
             (status, limit))))
 
     # ------------------------------------------------------------ one query where the base makes several
