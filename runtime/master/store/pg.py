@@ -183,7 +183,8 @@ class PgDatabase:
         return StoreError(f"{self.settings.describe()}: {text.splitlines()[0] if text else repr(exc)}")
 
     def run(self, work: Callable[[Conn], T], *, transaction: bool = True) -> T:
-        """``work(conn)`` in one transaction (or autocommit statements); once more on a new
+        """``work(conn)`` in one transaction, or with ``transaction=False`` as autocommit
+        statements (reads only: a read needs no transaction of its own); once more on a new
         connection when a pooled one turns out dead before anything was committed."""
         psycopg = self._psycopg
         for attempt in (1, 2):
@@ -191,13 +192,13 @@ class PgDatabase:
             worked = False
             try:
                 if not transaction:
-                    return work(conn)
+                    return work(conn)      # a read: safe to do again
                 with conn.transaction():
                     result = work(conn)
                     worked = True     # past here only the COMMIT: its outcome is unknown if it fails
                 return result
             except psycopg.Error as exc:
-                if attempt == 1 and transaction and reused and not worked and (conn.closed or conn.broken):
+                if attempt == 1 and reused and not worked and (conn.closed or conn.broken):
                     continue   # died while idle: nothing of the work was committed, do it again
                 raise self._mapped(exc, conn) from None
             finally:
