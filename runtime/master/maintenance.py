@@ -22,7 +22,7 @@ import zmq
 from runtime.config import option
 from runtime.events import EventPusher
 from runtime.master.store.errors import StoreUnavailable
-from runtime.master.store.factory import open_master_stores
+from runtime.master.store.factory import MasterStores, open_master_stores
 from runtime.private_files import write_private
 from runtime.ratelog import RateLimitedLog
 
@@ -69,6 +69,8 @@ def run(opts: dict[str, Any], stop: threading.Event) -> None:
                     log.info("publish key rotated (older than publish_session)")
                 # what the shared store needs (on PostgreSQL: away at times; the next pass catches up)
                 store.share_presence(now)
+                if stores.spool.count():
+                    hand_over_returns(opts, stores, events)
                 if keep_seconds > 0 and (last_prune is None or time.monotonic() - last_prune >= loop_interval):
                     pruned = jobs.prune(keep_seconds / 3600)
                     stores.changes.prune(CHANGES_KEEP_S)
@@ -83,6 +85,18 @@ def run(opts: dict[str, Any], stop: threading.Event) -> None:
         events.close()
         stores.close()
         ctx.term()
+
+
+def hand_over_returns(opts: dict[str, Any], stores: MasterStores, events: EventPusher) -> None:
+    """Returns kept while the job cache was out of reach go to it now (``runtime.master.spool``)."""
+    from runtime.master.handlers.jobs import drain_spool, greedy_target
+
+    stored, refused = drain_spool(stores.spool, stores.jobs, events,
+                                  lambda job, minion: greedy_target(stores.keys, stores.data, opts, job, minion))
+    if stored:
+        log.warning("%d return(s) kept while the job cache was out of reach are in it now", stored)
+    for why in refused:
+        log.warning("kept return of %s refused by the job cache", why)
 
 
 def keep_jobs_seconds(opts: dict[str, Any]) -> float:

@@ -127,3 +127,17 @@ def test_a_key_change_is_announced_to_a_listening_master(postgres: Postgres, tmp
     assert changes.prune(3600) == 0 and changes.prune(-1) == 2 and changes.since(0) == []
     keys.close()
     changes.close()
+
+
+def test_a_master_without_its_database_does_not_start(postgres: Postgres, tmp_path: Path) -> None:
+    from tests.netutil import free_port
+
+    db = postgres.fresh_database("nostart")
+    for dsn, says in ((f"host=127.0.0.1 port={free_port()} user=x password=secret99 dbname=y", "is unavailable"),
+                      (postgres.dsn(db), "no saltpan schema yet: run 'saltpan master --init-store'")):
+        conf = master_conf(tmp_path, master_store="postgres", master_store_dsn=dsn, master_store_connect_timeout=2,
+                           ret_port=free_port(), publish_port=free_port(), log_file=None)
+        out = subprocess.run([sys.executable, "-m", "runtime", "master", "-c", str(conf)], cwd=REPO,
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 2, out.stderr
+        assert says in out.stderr and "secret99" not in out.stderr and postgres.password not in out.stderr

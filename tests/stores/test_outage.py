@@ -96,3 +96,61 @@ def test_a_restart_between_two_requests_goes_unnoticed(postgres: Postgres, pg_op
     assert data.fetch("web1", "grains") == {"v": 2}
     data.close()
     keys.close()
+
+
+def test_returns_arriving_while_the_job_cache_is_away_are_kept_then_handed_over(
+        postgres: Postgres, pg_opts: dict[str, Any]) -> None:
+    import zmq
+
+    from runtime import codec, protocol, transport
+    from runtime.events import EVENT_PULL, EventPusher
+    from runtime.master.handlers.context import Refused
+    from runtime.master.handlers.jobs import drain_spool, record_return
+
+    ctx = zmq.Context()
+    bus = transport.make_socket(ctx, zmq.PULL)
+    transport.bind(bus, transport.ipc_address(pg_opts["sock_dir"], EVENT_PULL))
+    events = EventPusher(ctx, pg_opts["sock_dir"])
+    stores = factory.open_master_stores(pg_opts)
+    stores.jobs.add_job("20260101000000000001", "test.ping", ["x"], "*", "glob", "root", ["web1", "web2"])
+
+    def ret(minion: str, jid: str = "20260101000000000001") -> protocol.JobReturn:
+        return protocol.JobReturn(jid=jid, fun="test.ping", fun_args=["x"], ret=f"from {minion}", retcode=0,
+                                  success=True)
+
+    def never(job: dict[str, Any], minion: str) -> bool:
+        return False
+
+    postgres.stop()
+    try:
+        for minion, load in (("web1", ret("web1")), ("web2", ret("web2")), ("eve", ret("eve")),
+                             ("web1", ret("web1", "20260101000000000999"))):
+            with pytest.raises(StoreUnavailable):
+                record_return(stores.jobs, events, never, minion, load)
+            assert stores.spool.keep(minion, load)
+        assert stores.spool.keep("web1", ret("web1"))              # sent twice: kept once
+        assert stores.spool.count() == 4
+        assert drain_spool(stores.spool, stores.jobs, events, never) == (0, [])
+        assert stores.spool.count() == 4                            # still away: all kept
+    finally:
+        postgres.start()
+    stored, refused = drain_spool(stores.spool, stores.jobs, events, never)
+    assert stored == 2 and sorted(refused) == ["eve for 20260101000000000001: not_targeted",
+                                               "web1 for 20260101000000000999: unknown_job"]
+    assert stores.spool.count() == 0
+    assert stores.jobs.returns("20260101000000000001") == {
+        m: {"return": f"from {m}", "success": True, "retcode": 0} for m in ("web1", "web2")}
+    fired = []
+    while bus.poll(2000):
+        tag, data = bus.recv_multipart()
+        fired.append((tag.decode(), codec.unpack(data)["return"]))
+        if len(fired) == 2:
+            break
+    assert sorted(fired) == [("salt/job/20260101000000000001/ret/web1", "from web1"),
+                             ("salt/job/20260101000000000001/ret/web2", "from web2")]
+    with pytest.raises(Refused):                                    # and the first return won
+        record_return(stores.jobs, events, never, "web1", ret("web1"))
+    stores.close()
+    events.close()
+    bus.close(linger=0)
+    ctx.term()

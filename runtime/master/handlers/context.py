@@ -20,6 +20,7 @@ from runtime.master.datacache import DataCache
 from runtime.master.jobcache import JobCache
 from runtime.master.keys import KeyStore
 from runtime.master.sessions import SessionStore
+from runtime.master.spool import ReturnSpool
 from runtime.master.store.factory import MasterStores, open_master_stores
 from runtime.ratelog import RateLimitedLog
 
@@ -48,6 +49,7 @@ class WorkerContext:
     jobs: JobCache
     data: DataCache
     changes: ChangeLog
+    spool: ReturnSpool
     events: EventPusher
     publish_sock: zmq.Socket
     refusals: RateLimitedLog
@@ -63,12 +65,13 @@ class WorkerContext:
         publish_sock.connect(publish_address)
         return cls(opts=opts, identity=identity, keys=stores.keys, sessions=stores.sessions, auth=auth,
                    channel=ServerChannel(stores.sessions), jobs=stores.jobs, data=stores.data, changes=stores.changes,
+                   spool=stores.spool,
                    events=EventPusher(ctx, opts["sock_dir"]),
                    publish_sock=publish_sock,
                    refusals=RateLimitedLog(log, option(opts, "refusal_log_interval", float)))
 
     def close(self) -> None:
-        MasterStores(self.keys, self.sessions, self.jobs, self.data, self.changes).close()
+        MasterStores(self.keys, self.sessions, self.jobs, self.data, self.changes, self.spool).close()
         try:
             self.events.close()
         except Exception:  # noqa: BLE001 - closing what is left after a failure

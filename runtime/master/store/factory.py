@@ -9,6 +9,8 @@ minion data        <cachedir>/minion_data.sqlite                ``saltpan_minion
 sessions           <sock_dir>/sessions.sqlite                   the same file (the master's own), plus
                                                                 nonces and the session registry shared
 changes            none (one master)                            ``saltpan_changes`` + NOTIFY
+return spool       none                                         <cachedir>/returns_spool.sqlite (returns
+                                                                waiting while the database is away)
 =================  ==========================================  ==========================================
 
 Every other module asks for an interface (``KeyStore``, ``JobCache``, ``DataCache``,
@@ -31,6 +33,7 @@ from runtime.master.datacache import DataCache
 from runtime.master.jobcache import JobCache
 from runtime.master.keys import KeyStore
 from runtime.master.sessions import SessionStore
+from runtime.master.spool import ReturnSpool
 from runtime.master.store.errors import StoreError
 
 if TYPE_CHECKING:
@@ -141,6 +144,33 @@ def open_change_log(opts: dict[str, Any], *, db: PgDatabase | None = None) -> Ch
     return PgChangeLog(db or _pg_database(opts))
 
 
+def open_return_spool(opts: dict[str, Any]) -> ReturnSpool:
+    """Where returns wait while the job cache is out of reach: a SQLite file in cachedir on
+    PostgreSQL; none on SQLite (its job cache is as near as the spool would be)."""
+    if backend(opts) == "sqlite":
+        return NoSpool()
+    from runtime.master.store.sqlite_spool import SQLiteReturnSpool
+
+    return SQLiteReturnSpool(opts["cachedir"])
+
+
+class NoSpool:
+    def keep(self, minion_id: str, ret: Any) -> bool:
+        return False
+
+    def take(self, limit: int) -> list[Any]:
+        return []
+
+    def done(self, entries: list[int]) -> None:
+        pass
+
+    def count(self) -> int:
+        return 0
+
+    def close(self) -> None:
+        pass
+
+
 class NoChanges:
     """A single master's store: nobody else to tell, nothing to hear."""
 
@@ -173,9 +203,11 @@ class MasterStores:
     jobs: JobCache
     data: DataCache
     changes: ChangeLog = field(default_factory=NoChanges)
+    spool: ReturnSpool = field(default_factory=NoSpool)
 
     def close(self) -> None:
-        for closer in (self.jobs.close, self.data.close, self.sessions.close, self.keys.close, self.changes.close):
+        for closer in (self.jobs.close, self.data.close, self.sessions.close, self.keys.close, self.changes.close,
+                       self.spool.close):
             try:
                 closer()
             except Exception:  # noqa: BLE001 - closing what is left after a failure
@@ -191,7 +223,7 @@ def open_master_stores(opts: dict[str, Any]) -> MasterStores:
         keys=open_key_store(opts, db=db), sessions=sessions, jobs=open_job_cache(opts, db=db),
         data=open_data_cache(opts, still_known=lambda m: bool(sessions.minion_sessions(m)),
                              max_size=option(opts, "max_minion_data_size", int), db=db),
-        changes=open_change_log(opts, db=db))
+        changes=open_change_log(opts, db=db), spool=open_return_spool(opts))
 
 
 # ------------------------------------------------------------------ stores that may not exist yet
