@@ -141,3 +141,45 @@ def test_a_master_without_its_database_does_not_start(postgres: Postgres, tmp_pa
                              capture_output=True, text=True, timeout=60)
         assert out.returncode == 2, out.stderr
         assert says in out.stderr and "secret99" not in out.stderr and postgres.password not in out.stderr
+
+
+def test_backup_and_restore_as_documented(postgres: Postgres, tmp_path: Path) -> None:
+    """docs/operations.md, Backups: pg_dump -Fc -t 'saltpan_*', pg_restore into an empty
+    database, --init-store finds it current; the keys and jobs are all there."""
+    import os
+
+    from tests.pgserver import _pg_bindir
+
+    bindir = _pg_bindir()
+    assert bindir is not None
+    source, target = postgres.fresh_database("backup"), postgres.fresh_database("restore")
+    opts = {"master_store": "postgres", "master_store_dsn": postgres.dsn(source), "pki_dir": str(tmp_path / "pki"),
+            "id": "m1"}
+    factory.init_store(opts)
+    keys = factory.open_key_store(opts)
+    web = Identity.generate().public_raw
+    keys.admit("web1", web, auto_accept=True)
+    keys.close()
+    jobs = factory.open_job_cache(opts)
+    jobs.add_job("20260101000000000001", "test.ping", [], "*", "glob", "root", ["web1"])
+    jobs.add_return("20260101000000000001", "web1", "test.ping", True, True, 0)
+    jobs.close()
+    env = dict(os.environ, PGPASSWORD=postgres.password)
+    common = ["-h", postgres.host, "-p", str(postgres.port), "-U", postgres.user]
+    dump = tmp_path / "saltpan.dump"
+    subprocess.run([f"{bindir}/pg_dump", *common, "-Fc", "-t", "saltpan_*", "-f", str(dump), source], env=env,
+                   check=True, capture_output=True, timeout=60)
+    subprocess.run([f"{bindir}/pg_restore", *common, "-d", target, str(dump)], env=env, check=True,
+                   capture_output=True, timeout=60)
+    restored = {**opts, "master_store_dsn": postgres.dsn(target)}
+    assert factory.init_store(restored)[0].endswith("up to date")
+    keys = factory.open_key_store(restored)
+    assert keys.is_accepted("web1", web)
+    keys.admit("web2", Identity.generate().public_raw)
+    keys.close()
+    jobs = factory.open_job_cache(restored)
+    assert jobs.returns("20260101000000000001")["web1"]["return"] is True
+    jobs.close()
+    changes = factory.open_change_log(restored)
+    assert changes.since(0)[-1].data == {"action": "admit", "changed": {"minions_pre": ["web2"]}}   # sequence restored
+    changes.close()
