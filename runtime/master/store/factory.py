@@ -38,6 +38,7 @@ from runtime.master.store.errors import StoreError
 
 if TYPE_CHECKING:
     from runtime.master.store.pg import PgDatabase, PgSettings
+    from runtime.protocol import JobReturn
 
 BACKENDS = ("sqlite", "postgres")
 
@@ -155,10 +156,12 @@ def open_return_spool(opts: dict[str, Any]) -> ReturnSpool:
 
 
 class NoSpool:
-    def keep(self, minion_id: str, ret: Any) -> bool:
+    """A single master's store: a return is stored or refused at once."""
+
+    def keep(self, minion_id: str, ret: JobReturn) -> bool:
         return False
 
-    def take(self, limit: int) -> list[Any]:
+    def take(self, limit: int) -> list[tuple[int, str, JobReturn]]:
         return []
 
     def done(self, entries: list[int]) -> None:

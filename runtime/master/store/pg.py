@@ -91,6 +91,16 @@ class PgDatabase:
         self._open = 0
         self._pid = os.getpid()
 
+    @property
+    def psycopg(self) -> Any:
+        """The psycopg module (imported when the database was set up)."""
+        return self._psycopg
+
+    def dedicated_connection(self) -> Conn:
+        """A connection outside the pool, for a caller that keeps it (a LISTEN); the caller
+        closes it.  ``StoreUnavailable`` when the server cannot be reached."""
+        return self._connect()
+
     # ------------------------------------------------------------ connections
     def _connect(self) -> Conn:
         psycopg = self._psycopg

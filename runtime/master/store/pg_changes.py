@@ -40,10 +40,10 @@ class PgChangeLog:
 
     def wait(self, timeout: float) -> bool:
         """LISTEN on a connection of its own (not one of the pool: it stays subscribed)."""
-        psycopg = self.db._psycopg
+        psycopg = self.db.psycopg
         try:
             if self._listener is None or self._listener.closed or self._listener.broken:
-                self._listener = self.db._connect()
+                self._listener = self.db.dedicated_connection()
                 self._listener.execute(f"LISTEN {CHANNEL}")
             for _ in self._listener.notifies(timeout=timeout, stop_after=1):
                 return True
