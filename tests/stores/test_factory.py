@@ -104,3 +104,17 @@ def test_a_master_on_sqlite_never_loads_psycopg(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_a_damaged_sqlite_file_stops_the_start_with_what_to_do(tmp_path: Path) -> None:
+    from runtime.master.store.errors import StoreError
+
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "jobs.sqlite").write_bytes(b"not a database " * 20)
+    opts = {"pki_dir": str(tmp_path / "pki"), "cachedir": str(tmp_path / "c"), "sock_dir": str(tmp_path / "s")}
+    with pytest.raises(StoreError, match="file is not a database; move a damaged file away"):
+        factory.check_store(opts)
+    (tmp_path / "c" / "jobs.sqlite").unlink()
+    factory.check_store(opts)                      # creates every file, once, before the workers fork
+    assert sorted(p.name for p in (tmp_path / "c").iterdir() if p.suffix == ".sqlite") == [
+        "jobs.sqlite", "minion_data.sqlite"]

@@ -105,6 +105,8 @@ def test_two_returns_for_one_jid_at_once_one_is_kept(opts: dict[str, Any], tmp_p
 
 
 def test_publishers_drawing_jids_at_once_get_distinct_jobs(opts: dict[str, Any], tmp_path: Path) -> None:
+    factory.check_store(opts)            # what the master does before it forks its workers
+
     def publish(i: int) -> list[str]:
         cache = factory.open_job_cache(other_master(opts, tmp_path, f"m{i % 2}"))
         out = []

@@ -252,10 +252,12 @@ def existing_data_cache(opts: dict[str, Any]) -> DataCache | None:
 
 # ------------------------------------------------------------------ schema
 def check_store(opts: dict[str, Any]) -> None:
-    """At master start: the configured store is reachable and its schema current (else
-    ``StoreUnavailable`` / ``SchemaError`` with what to do).  SQLite files are migrated as
-    they are opened."""
+    """At master start, before the children are forked: the configured store is reachable and
+    its schema current (else ``StoreUnavailable`` / ``SchemaError`` with what to do).  SQLite
+    files are created and migrated here, once, rather than by every worker opening them at the
+    same moment (switching a new file to WAL is not something several processes may race on)."""
     if backend(opts) == "sqlite":
+        _init_sqlite(opts)
         return
     from runtime.master.store import pg_schema
 
@@ -276,6 +278,16 @@ def init_store(opts: dict[str, Any]) -> list[str]:
 
 
 def _init_sqlite(opts: dict[str, Any]) -> list[str]:
+    import sqlite3
+
+    try:
+        return _init_sqlite_files(opts)
+    except sqlite3.Error as exc:
+        raise StoreError(f"the master's SQLite stores (under {opts['cachedir']} and {opts['sock_dir']}) cannot be "
+                         f"opened: {exc}; move a damaged file away (the master starts a new one)") from None
+
+
+def _init_sqlite_files(opts: dict[str, Any]) -> list[str]:
     from runtime.master.store import sqlite_data, sqlite_jobs, sqlite_sessions
     from runtime.master.store.file_keys import FileKeyStore
 
