@@ -56,8 +56,10 @@ class LocalClient:
             raise ClientError(f"cannot read the client key {path}: {exc} (only the master's user and "
                               "publisher_acl users can publish)") from None
 
-    def _clear_request(self, request: type[protocol.Publish] | type[protocol.JobReturns],
-                       body: protocol.PublishJob | protocol.JobQuery) -> Any:
+    def _clear_request(self, request: type[protocol.Publish] | type[protocol.JobReturns]
+                       | type[protocol.FileserverUpdate],
+                       body: protocol.PublishJob | protocol.JobQuery | protocol.UpdateQuery,
+                       timeout: float | None = None) -> Any:
         try:
             packed = body.encode()
         except codec.EncodeError as exc:
@@ -67,7 +69,7 @@ class LocalClient:
             proof = protocol.ClientProof.from_wire(make_proof(self.key, self.user, packed))
             return None, protocol.encode_clear(request(body=packed, proof=proof))
 
-        with transport.RequestClient(self.address, timeout=self.request_timeout, tries=2) as client:
+        with transport.RequestClient(self.address, timeout=timeout or self.request_timeout, tries=2) as client:
             try:
                 _, reply = client.request_with(make)
             except transport.RequestTimeout as exc:
@@ -91,6 +93,14 @@ class LocalClient:
 
     def job_returns(self, jid: str) -> protocol.JobReturnsReply:
         reply: protocol.JobReturnsReply = self._clear_request(protocol.JobReturns, protocol.JobQuery(jid=jid))
+        return reply
+
+    def fileserver_update(self, backends: list[str], remotes: list[str],
+                          timeout: float) -> protocol.FileserverUpdateReply:
+        """Have the master fetch the git remotes of these backends now (all configured ones when empty);
+        timeout: seconds to wait for the master, which fetches before it answers."""
+        reply: protocol.FileserverUpdateReply = self._clear_request(
+            protocol.FileserverUpdate, protocol.UpdateQuery(backends=backends, remotes=remotes), timeout)
         return reply
 
     def listener(self) -> EventListener | None:

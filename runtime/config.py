@@ -110,6 +110,10 @@ OPTIONS: dict[str, Option] = {
     "fileserver_backend": Option(["roots"], "list", "both",
                                  "File server backends in order: roots (file_roots), gitfs (or git). The first "
                                  "backend that has a file serves it; saltenvs are the union."),
+    "fileserver_events": Option(False, "bool", "master",
+                                "Fire salt/fileserver/gitfs/update on the master's event bus after each gitfs update "
+                                "(periodic or `saltpan fileserver update`).",
+                                salt="as Salt reads it (default false), though absent from Salt 3008's defaults table"),
     "gitfs_remotes": Option([], "list", "both",
                             "gitfs remotes: URLs, or {URL: [{root: ..}, {mountpoint: ..}, {base: ..}, {name: ..}, "
                             "{saltenv: [{env: [{ref: ..}]}]}, ...]}. Branches and tags become saltenvs."),

@@ -39,7 +39,7 @@ def masterless_env(opts: dict[str, Any], need_pillar: bool) -> ModuleEnv:
     from runtime.modules import live_functions
 
     grains = grains_mod.minion_grains(opts, minion_id)
-    env = ModuleEnv(opts=opts, grains=grains, pillar={}, state_source=LocalRoots(opts.get("file_roots") or {}),
+    env = ModuleEnv(opts=opts, grains=grains, pillar={}, state_source=pipeline.file_source(opts),
                     pillar_source=LocalRoots(opts.get("pillar_roots") or {}))
     # masterless: templates call execution functions for real on this host, as salt-call --local
     compiler = pipeline.pillar_compiler(opts, functions=live_functions(env))
@@ -59,6 +59,25 @@ def masterless_env(opts: dict[str, Any], need_pillar: bool) -> ModuleEnv:
 
     env.refresh_pillar = refresh
     return env
+
+
+def fetch_git_remotes(opts: dict[str, Any]) -> bool:
+    """gitfs / git_pillar: fetch every remote first, as Salt's masterless minion does on every call; a remote
+    that fails is a warning naming it, and its last good revision is used.  False for a bad configuration."""
+    from runtime.gitfs import uses_git_pillar, uses_gitfs
+
+    if not (uses_gitfs(opts) or uses_git_pillar(opts)):
+        return True
+    from runtime.gitfs.remotes import GitConfigError
+    from runtime.gitfs.update import masterless_fetch
+
+    try:
+        for warning in masterless_fetch(opts):
+            print(f"warning: {warning}", file=sys.stderr)
+    except GitConfigError as exc:
+        print(f"saltpan call: {exc}", file=sys.stderr)
+        return False
+    return True
 
 
 def run(args: argparse.Namespace) -> int:
@@ -84,6 +103,8 @@ def run(args: argparse.Namespace) -> int:
     except modules.FunctionNotFound as exc:
         print(str(exc), file=sys.stderr)
         return 1
+    if not fetch_git_remotes(opts):
+        return 2
     env = masterless_env(opts, need_pillar=fun.startswith(("pillar.", "saltutil.")))
     try:
         result = modules.call(env, fun, fun_args, fun_kwargs)

@@ -274,8 +274,7 @@ def diff(args: argparse.Namespace, opts: dict[str, Any], minions: list[str], fle
     try:
         with contextlib.ExitStack() as stack:
             if args.diff:
-                old_opts = stack.enter_context(fleet_diff.revision_roots(opts, args.diff))
-                new_opts = opts
+                old_opts, new_opts = stack.enter_context(fleet_diff.revisions(opts, args.diff))
             else:
                 old_opts, new_opts = opts, fleet_diff.copy_roots(opts, args.diff_to)
             try:

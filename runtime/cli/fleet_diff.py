@@ -1,7 +1,11 @@
-"""`saltpan compile --all --diff REV | --diff-to DIR`: the blast radius of a change to the trees.
+"""`saltpan compile --all --diff REV | --diff OLD..NEW | --diff-to DIR`: the blast radius of a change to the trees.
 
 Two sides are compiled for every minion, with the same config and grains,
-differing only in their pillar_roots and file_roots:
+differing only in their trees:
+
+* ``--diff REV`` with a tree served from git remotes (gitfs, git_pillar) whose cached clones
+  have REV: old = those remotes at REV, new = as fetched (``OLD..NEW``: two revisions of them);
+  see ``revisions`` and ``runtime.gitfs.pin``.
 
 * ``--diff REV``: old = the roots as they are in git revision REV, new = the
   roots on disk (the work tree, uncommitted changes included).  REV is
@@ -22,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
+import sys
 import tarfile
 import tempfile
 from collections import Counter
@@ -123,6 +128,68 @@ def revision_roots(opts: Mapping[str, Any], rev: str) -> Iterator[dict[str, Any]
             for d, rel in rels.items():
                 mapping[d] = os.path.normpath(os.path.join(dest, rel))
         yield with_roots(opts, mapping)
+
+
+def split_range(spec: str) -> tuple[str, str | None]:
+    """``OLD..NEW`` -> (OLD, NEW); ``REV`` -> (REV, None): the new side is then the trees as they are."""
+    if ".." in spec:
+        old, new = spec.split("..", 1)
+        if not old or not new or ".." in new:
+            raise DiffError(f"--diff {spec!r}: give REV, or OLD..NEW (two revisions)")
+        return old, new
+    return spec, None
+
+
+def _git_revision(opts: Mapping[str, Any], rev: str) -> dict[str, Any] | None:
+    """opts whose git remotes (gitfs, git_pillar) that have rev serve it; None when none has it."""
+    from runtime.gitfs import uses_git_pillar, uses_gitfs
+
+    if not (uses_gitfs(opts) or uses_git_pillar(opts)):
+        return None
+    from runtime.gitfs.pin import pinned
+    from runtime.gitfs.remotes import GitConfigError
+
+    try:
+        result = pinned(opts, rev, opts.get("saltenv") or None)
+    except GitConfigError as exc:
+        raise DiffError(str(exc)) from None
+    if not result.pins:
+        return None
+    for pin in result.pins:
+        print(f"saltpan compile: --diff: {pin.remote.label} at {rev} ({pin.commit[:10]})", file=sys.stderr)
+    return result.opts
+
+
+@contextlib.contextmanager
+def revisions(opts: Mapping[str, Any], spec: str) -> Iterator[tuple[Mapping[str, Any], Mapping[str, Any]]]:
+    """(old opts, new opts) of ``--diff REV`` / ``--diff OLD..NEW``.
+
+    When the tree is served from git remotes (gitfs, git_pillar) and their cached clones have the
+    revision, those remotes serve it (``runtime.gitfs.pin``): the fleet is compared at two refs of
+    the remote, REV against the remote as fetched.  Otherwise REV is a revision of the git
+    repository holding pillar_roots / file_roots, exported as ``revision_roots`` does.
+    """
+    old_rev, new_rev = split_range(spec)
+    old = _git_revision(opts, old_rev)
+    if old is not None:
+        new = opts if new_rev is None else _git_revision(opts, new_rev)
+        if new is None:
+            raise DiffError(f"{new_rev!r} is not a branch, tag or commit of the git remotes that have {old_rev!r}")
+        yield old, new
+        return
+    with contextlib.ExitStack() as stack:
+        try:
+            old_roots = stack.enter_context(revision_roots(opts, old_rev))
+            new_roots = opts if new_rev is None else stack.enter_context(revision_roots(opts, new_rev))
+        except DiffError as exc:
+            from runtime.gitfs import uses_git_pillar, uses_gitfs
+
+            if uses_gitfs(opts) or uses_git_pillar(opts):
+                raise DiffError(f"{old_rev!r} is neither a branch, tag or commit of a git remote of the config "
+                                "(as last fetched: `saltpan fileserver update` or `compile --fetch` first) nor a "
+                                f"revision of the roots: {exc}") from None
+            raise
+        yield old_roots, new_roots
 
 
 def _exists_at(top: str, sha: str, rel: str) -> bool:

@@ -14,7 +14,7 @@ from runtime.cli.options import TARGET_FLAGS
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from runtime.cli import call, compile, plane
+    from runtime.cli import call, compile, fileserver, plane
 
     parser = argparse.ArgumentParser(prog="saltpan", description="Salt-compatible pillar/state compiler and runner")
     parser.add_argument("--version", action="version", version="saltpan 0.1.0")
@@ -22,6 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     compile.register(sub)
     call.register(sub)
     plane.register(sub)
+    fileserver.register(sub)
     return parser
 
 
@@ -59,6 +60,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = hoist_options(argv, "call", {"--config", "-c", "--out", "-l", "--log-level"}, {"--local"})
     argv = hoist_options(argv, "run", {"--config", "-c", "--out", "-l", "--log-level", "--timeout", "-t",
                                        "--gather-job-timeout"}, {"--async", "--static", *TARGET_FLAGS.values()})
+    for command in ("fileserver", "git_pillar"):   # `saltpan fileserver update backend=gitfs -c CONF`
+        if argv[:1] == [command]:
+            argv = hoist_options(argv, command, {"--config", "-c", "--out", "-l", "--log-level", "--timeout", "-t"},
+                                 set())
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

@@ -9,7 +9,8 @@ configuration without git remotes never pays for the library):
 * ``source``   - FileSources over git trees: gitfs saltenvs, and roots + gitfs in
   ``fileserver_backend`` order;
 * ``pillar``   - the git ext_pillar: each remote's top.sls and sls compiled from its tree;
-* ``update``   - fetch every configured remote (``compile --fetch``, a master's update).
+* ``update``   - fetch every configured remote (``compile --fetch``, a master's GitfsUpdate process and
+  ``saltpan fileserver update``, masterless ``saltpan call``).
 """
 
 from __future__ import annotations

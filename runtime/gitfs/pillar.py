@@ -28,7 +28,7 @@ from typing import Any
 from compiler import merge
 from compiler.pillar import PillarCompiler
 from runtime.config import option
-from runtime.gitfs.remotes import GitConfigError, Remote, git_pillar_remotes
+from runtime.gitfs.remotes import GitConfigError, Remote, git_pillar_remotes, is_hex
 from runtime.gitfs.repo import CachedRepo, GitCacheError, cache_root
 from runtime.gitfs.source import Mount, TreeMounts, subtree
 
@@ -53,8 +53,10 @@ def checkout(cached: CachedRepo, pillarenv: str | None, saltenv: str | None, git
     """The remote's tree for this compile; None when an ``__env__`` remote has no such branch."""
     remote = cached.remote
     target = remote.checkout_target(pillarenv, saltenv)
+    # a commit id serves too (saltpan's extension: how `compile --diff REV` pins a remote to a commit)
+    types = ("branch", "tag", "sha") if is_hex(target) and "sha" in remote.ref_types else ("branch", "tag")
     try:
-        commit = cached.commit(target, ("branch", "tag"))
+        commit = cached.commit(target, types)
         ref = target
         if commit is None and remote.fallback:
             ref = remote.fallback

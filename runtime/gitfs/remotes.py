@@ -516,3 +516,27 @@ def backends(opts: Mapping[str, Any]) -> list[str]:
         if name not in out:
             out.append(name)
     return out
+
+
+def configured_remotes(opts: Mapping[str, Any], roles: tuple[str, ...] = (GITFS, GIT_PILLAR)) -> list[Remote]:
+    """Every configured remote of roles: gitfs (when ``fileserver_backend`` has it), then each git
+    ext_pillar entry's, a repository shared by several entries once.  Raises GitConfigError, which is
+    also how a master checks the configuration at start (``fileserver_backend`` included)."""
+    names = backends(opts)
+    remotes: list[Remote] = []
+    if GITFS in roles and "gitfs" in names:
+        remotes += gitfs_remotes(opts)
+    if GIT_PILLAR not in roles:
+        return remotes
+    seen: set[str] = set()
+    entries = opts.get("ext_pillar") or []
+    for index, entry in enumerate(entries if isinstance(entries, list) else []):
+        if not isinstance(entry, dict) or "git" not in entry:
+            continue
+        args = entry["git"]
+        items = args if isinstance(args, list) else [args]
+        for remote in git_pillar_remotes(opts, items, f"ext_pillar[{index}] git"):
+            if remote.cache_key not in seen:
+                seen.add(remote.cache_key)
+                remotes.append(remote)
+    return remotes

@@ -164,7 +164,7 @@ class CachedRepo:
             self._repo = None
             raise GitCacheError(f"{self.remote.label}: the cached clone at {self.git_dir} is damaged "
                                 f"({_scrub(str(exc), self.remote)}); the next fetch clones it again "
-                                "(`saltpan compile --fetch`)") from None
+                                "(`saltpan fileserver update` on a master, `saltpan compile --fetch` without one)") from None
         self._repo, self._stamp = repo, stamp
         return repo
 
@@ -172,7 +172,7 @@ class CachedRepo:
         repo = self.open()
         if repo is None:
             raise GitCacheError(f"{self.remote.label} has not been fetched yet (no clone in {self.dir}): run "
-                                "`saltpan compile --fetch`, or let the master fetch it")
+                                "`saltpan compile --fetch`, or let the master fetch it (`saltpan fileserver update`)")
         return repo
 
     def branches(self) -> list[str]:
@@ -232,6 +232,7 @@ class CachedRepo:
 
     def _fetch_locked(self) -> FetchResult:
         notes: list[str] = []
+        _clear_stale_locks(self.git_dir)
         repo = self._open_for_fetch(notes)
         before = _refs(repo)
         try:
@@ -305,6 +306,25 @@ class CachedRepo:
         if gone:
             notes.append(f"{self.remote.label}: removed on the remote: {', '.join(_short(n) for n in gone)}")
         return notes
+
+
+def _clear_stale_locks(git_dir: str) -> None:
+    """Remove the ``*.lock`` files libgit2 leaves when a fetch is killed (a master stopped mid-fetch).
+
+    Called with ``update.lk`` held: no other fetch of this repository runs, so any such file is stale
+    (readers never write); left in place, it would make every later fetch fail to update that ref.
+    """
+    for top in (git_dir, os.path.join(git_dir, "refs")):
+        if not os.path.isdir(top):
+            continue
+        walk = os.walk(top) if top != git_dir else [(git_dir, [], os.listdir(git_dir))]
+        for cur, _dirs, files in walk:
+            for name in files:
+                if name.endswith(".lock"):
+                    try:
+                        os.remove(os.path.join(cur, name))
+                    except OSError:
+                        pass
 
 
 def _short(refname: str) -> str:

@@ -9,6 +9,11 @@ its ``root`` in the repository, and the first remote that has a file wins
 ``fileserver_backend`` order: the first backend that has a file serves it, and
 the saltenvs are the union of the backends' (Salt's Fileserver).
 
+A remote serves only what lies beneath its ``root``: a symlink whose target is
+outside the root (or outside the repository) serves nothing and is not listed.
+The master's file server reads a file with ``open()``: the blob of the commit
+being served, held in memory, so what was found is what is sent.
+
 A remote that was never fetched or whose cache is damaged serves nothing; the
 reason is in ``problems()`` for the caller to report (it names the remote).
 """
@@ -17,6 +22,7 @@ from __future__ import annotations
 
 import posixpath
 import stat
+from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -28,44 +34,59 @@ from runtime.gitfs.repo import CachedRepo, GitCacheError
 
 SYMLINK_DEPTH = 100  # Salt's SYMLINK_RECURSE_DEPTH
 TEXT_CACHE_SIZE = 20_000  # decoded files kept per source
+BLOB_CACHE_BYTES = 64 * 1024 * 1024  # bytes of the files last served, kept per source (a larger file is read per chunk)
+BLOB_CACHE_FILES = 64
 
 
 @dataclass(frozen=True)
 class Blob:
+    """A file found in a tree; its bytes are read (inflated) only when ``data`` is first asked for."""
+
     oid: pygit2.Oid
-    data: bytes
     mode: int
+    obj: pygit2.Blob
+
+    @property
+    def data(self) -> bytes:
+        return self.obj.data
 
 
 def find_blob(repo: pygit2.Repository, tree: pygit2.Tree, path: str) -> Blob | None:
-    """The file at path in tree, following symlinks inside the tree; None for a directory or nothing."""
+    """The file at path in tree, following symlinks inside the tree; None for a directory or nothing.
+
+    tree is the remote's root: a link leading out of it (``../x``, an absolute target) serves nothing.
+    Tree entries are looked at without reading the files' contents.
+    """
     for _ in range(SYMLINK_DEPTH):
         try:
             entry = tree[path]
         except (KeyError, ValueError):
             return None
-        obj = repo.get(entry.id)
-        if not isinstance(obj, pygit2.Blob):
+        if not isinstance(entry, pygit2.Blob):
             return None  # a directory, or a submodule's commit
         if stat.S_ISLNK(entry.filemode):
-            target = obj.data.decode("utf-8", "replace")
+            target = entry.data.decode("utf-8", "replace")
             joined = posixpath.normpath(posixpath.join(posixpath.dirname(path), target))
             if target.startswith("/") or joined == ".." or joined.startswith("../"):
-                return None  # a link leading out of the repository serves nothing
+                return None  # a link leading out of the root serves nothing
             path = joined
             continue
-        return Blob(entry.id, obj.data, entry.filemode)
+        return Blob(entry.id, entry.filemode, entry)
     return None
 
 
-def walk_files(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str = "") -> Iterator[str]:
-    """Every file (and file symlink) path under tree; submodules are skipped, as Salt skips them."""
+def walk_files(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str = "",
+               top: pygit2.Tree | None = None) -> Iterator[str]:
+    """Every file under tree, and every symlink that leads to a file inside it; submodules are skipped,
+    as Salt skips them."""
+    top = tree if top is None else top
     for entry in tree:
-        obj = repo.get(entry.id)
         path = f"{prefix}{entry.name}"
-        if isinstance(obj, pygit2.Tree):
-            yield from walk_files(repo, obj, path + "/")
-        elif isinstance(obj, pygit2.Blob):
+        if isinstance(entry, pygit2.Tree):
+            yield from walk_files(repo, entry, path + "/", top)
+        elif isinstance(entry, pygit2.Blob):
+            if stat.S_ISLNK(entry.filemode) and find_blob(repo, top, path) is None:
+                continue  # a link out of the root, to a directory or to nothing: not a file here
             yield path
 
 
@@ -73,7 +94,7 @@ def subtree(repo: pygit2.Repository, tree: pygit2.Tree, root: str) -> pygit2.Tre
     if not root:
         return tree
     try:
-        obj = repo.get(tree[root].id)
+        obj = tree[root]
     except (KeyError, ValueError):
         return None
     return obj if isinstance(obj, pygit2.Tree) else None
@@ -102,13 +123,17 @@ class Mount:
         return f"{self.cached.remote.display_url}@{self.ref}:{repo_path}"
 
     def find(self, relpath: str) -> tuple[Blob, str] | None:
+        """The blob at relpath (a cleaned salt:// path) and its path in the repository; None when the
+        path is outside the mountpoint, or nothing beneath the root has it."""
         inner = in_mount(relpath, self.mountpoint)
         if inner is None:
             return None
-        repo_path = f"{self.root}/{inner}" if self.root else inner
         repo = self.cached.require()
-        blob = find_blob(repo, self.commit.tree, repo_path)
-        return (blob, repo_path) if blob is not None else None
+        top = subtree(repo, self.commit.tree, self.root)
+        if top is None:
+            return None
+        blob = find_blob(repo, top, inner)
+        return (blob, f"{self.root}/{inner}" if self.root else inner) if blob is not None else None
 
     def files(self) -> list[str]:
         repo = self.cached.require()
@@ -119,11 +144,59 @@ class Mount:
         return [prefix + path for path in walk_files(repo, top)]
 
 
+@dataclass(frozen=True)
+class BlobFile:
+    """A file as the master's file server serves it from git: the blob's bytes, read once."""
+
+    data: bytes
+    oid: str
+    mode: int  # 0o755 for an executable blob, else 0o644
+    display: str
+
+    @property
+    def size(self) -> int:
+        return len(self.data)
+
+    @property
+    def identity(self) -> tuple[str, str]:
+        """The blob id: the same bytes whenever it is the same (the file server's hash cache key)."""
+        return ("git", self.oid)
+
+    def pread(self, size: int, offset: int) -> bytes:
+        return self.data[offset:offset + size]
+
+    def close(self) -> None:
+        pass
+
+
+def _file_mode(blob: Blob) -> int:
+    return 0o755 if blob.mode == pygit2.GIT_FILEMODE_BLOB_EXECUTABLE else 0o644
+
+
 class _MountReader:
-    """get / fetch / list_files over a list of mounts per saltenv; SourceFiles cached by blob."""
+    """get / fetch / open / list_files over a list of mounts per saltenv; SourceFiles cached by blob, and
+    the bytes of the files the file server served last (a minion downloads a large file chunk by chunk:
+    each chunk is a request, and inflating the blob again for each one would cost its whole size)."""
 
     def __init__(self) -> None:
         self._texts: dict[tuple[str, str], tuple[pygit2.Oid, str, SourceFile]] = {}
+        self._bytes: OrderedDict[str, bytes] = OrderedDict()
+        self._bytes_held = 0
+
+    def _blob_bytes(self, blob: Blob) -> bytes:
+        key = str(blob.oid)
+        data = self._bytes.get(key)
+        if data is not None:
+            self._bytes.move_to_end(key)
+            return data
+        data = blob.data
+        if len(data) <= BLOB_CACHE_BYTES:
+            self._bytes[key] = data
+            self._bytes_held += len(data)
+            while self._bytes_held > BLOB_CACHE_BYTES or len(self._bytes) > BLOB_CACHE_FILES:
+                _, dropped = self._bytes.popitem(last=False)
+                self._bytes_held -= len(dropped)
+        return data
 
     def mounts(self, saltenv: str) -> list[Mount]:
         raise NotImplementedError
@@ -133,7 +206,10 @@ class _MountReader:
             return None
         rel = clean_relpath(relpath)
         for mount in self.mounts(saltenv):
-            found = mount.find(rel)
+            try:
+                found = mount.find(rel)
+            except GitCacheError:
+                continue  # damaged since the saltenv was resolved: reported by problems()
             if found is not None:
                 return found[0], found[1], mount
         return None
@@ -159,8 +235,16 @@ class _MountReader:
         if found is None:
             return None
         blob, repo_path, mount = found
-        mode = 0o755 if blob.mode == pygit2.GIT_FILEMODE_BLOB_EXECUTABLE else 0o644
-        return FetchedFile(blob.data, mount.display(repo_path), mode)
+        return FetchedFile(blob.data, mount.display(repo_path), _file_mode(blob))
+
+    def open(self, saltenv: str, relpath: str) -> BlobFile | None:
+        """The file at relpath for the file server (None when no mount has it); relpath is cleaned here
+        (``CompileError`` access_denied for ``..``, absolute paths, backslashes, NUL)."""
+        found = self._find(saltenv, relpath)
+        if found is None:
+            return None
+        blob, repo_path, mount = found
+        return BlobFile(self._blob_bytes(blob), str(blob.oid), _file_mode(blob), mount.display(repo_path))
 
     def list_files(self, saltenv: str) -> list[str]:
         out: set[str] = set()
@@ -202,6 +286,13 @@ class GitfsSource(_MountReader):
                 self._problems[cached.remote.id] = str(exc)
         self._envs = (stamps, sorted(envs))
         return sorted(envs)
+
+    def serves(self, saltenv: str) -> bool:
+        """Whether saltenv is one of this backend's: a branch or tag saltenv, a commit id (ref_types
+        sha), or any saltenv when a remote has a ``fallback``."""
+        if not valid_saltenv(saltenv):
+            return False
+        return saltenv in self.saltenvs() or bool(self.mounts(saltenv))
 
     def mounts(self, saltenv: str) -> list[Mount]:
         stamps = self._stamps()

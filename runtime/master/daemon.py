@@ -6,6 +6,7 @@
   per-class queues served in priority order)
 * MWorkers (worker_threads): one request at a time from workers.ipc (runtime.master.worker)
 * Maintenance: presence events, publish key rotation, job cache pruning
+* GitfsUpdate (with gitfs or a git ext_pillar): fetches each git remote on its update interval
 
 Each child is restarted when it dies.  SIGTERM stops them all and removes the
 pid file; ipc sockets live in sock_dir (0700) and are 0600.
@@ -145,6 +146,21 @@ def maintenance_main(opts: dict[str, Any]) -> None:
     maintenance.run(opts, stop)
 
 
+def gitfs_update_main(opts: dict[str, Any]) -> None:
+    from runtime.master import gitfs_updater
+
+    stop = _child_setup(opts, "GitfsUpdate")
+    gitfs_updater.run(opts, stop)
+
+
+def git_remotes(opts: dict[str, Any]) -> int:
+    """How many git remotes (gitfs and git_pillar) the master serves; raises GitConfigError for a bad
+    gitfs / git_pillar configuration, which keeps the master from starting (as Salt's does)."""
+    from runtime.gitfs.remotes import configured_remotes  # no git library: the master process stays light
+
+    return len(configured_remotes(opts))
+
+
 class ProcessManager:
     """Starts children, restarts the ones that die, stops them all on request."""
 
@@ -277,6 +293,7 @@ def run(opts: dict[str, Any]) -> int:
     from runtime import pidfile, sdnotify
     from runtime.config import ConfigError
     from runtime.crypt.errors import KeyFileError
+    from runtime.gitfs.remotes import GitConfigError
     from runtime.log_setup import LogFileError, cannot_start, setup_daemon
     from runtime.master.store.errors import StoreError
     from runtime.transport import TransportError
@@ -287,9 +304,10 @@ def run(opts: dict[str, Any]) -> int:
     opts["__role"] = "master"
     try:
         setup_daemon(opts)
+        remotes = git_remotes(opts)
         check_ports(opts)
         pidfile.claim(opts.get("pidfile"), "master")
-    except (LogFileError, TransportError, pidfile.PidFileError, OSError) as exc:
+    except (LogFileError, TransportError, pidfile.PidFileError, OSError, GitConfigError) as exc:
         return cannot_start("master", exc, log)
     try:
         identity = prepare(opts)
@@ -303,6 +321,8 @@ def run(opts: dict[str, Any]) -> int:
         manager.add(f"MWorker-{index}", worker_main, opts, identity, index)
     manager.add("ReqServer", req_server_main, opts)
     manager.add("Maintenance", maintenance_main, opts)
+    if remotes:
+        manager.add("GitfsUpdate", gitfs_update_main, opts)
     manager.start_all()
     log.warning("master started: ret_port %s, publish_port %s, %d workers (pid %d)", opts["ret_port"],
                 opts["publish_port"], option(opts, "worker_threads", int), os.getpid())

@@ -8,7 +8,7 @@ dispatch (``runtime.master.worker``) and docs/protocol.md §5 are all derived fr
 
     base.py      MessageClass, ProtocolError, Request/Reply, the field checks, encode_clear()
     auth.py      _auth (hello and signed reply)
-    client.py    publish, job_returns (local users) and their bodies
+    client.py    publish, job_returns, fileserver_update (local users) and their bodies
     session.py   sealed minion requests: heartbeat, publish key, return, pillar, grains, events
     files.py     sealed file server requests
     registry.py  REQUESTS, COMMANDS, classify(), parse_*_request()
@@ -40,12 +40,16 @@ if TYPE_CHECKING:
     from runtime.protocol.auth import AuthHello, AuthReply
     from runtime.protocol.client import (
         ClientProof,
+        FileserverUpdate,
+        FileserverUpdateReply,
         JobQuery,
         JobReturns,
         JobReturnsReply,
         Publish,
         PublishJob,
         PublishReply,
+        RemoteUpdate,
+        UpdateQuery,
         valid_function_name,
     )
     from runtime.protocol.files import (
@@ -95,8 +99,9 @@ if TYPE_CHECKING:
 # name -> the module of this package that defines it (loaded on first use)
 _HOMES = {
     **dict.fromkeys(("AuthHello", "AuthReply"), "auth"),
-    **dict.fromkeys(("ClientProof", "JobQuery", "JobReturns", "JobReturnsReply", "Publish", "PublishJob",
-                     "PublishReply", "valid_function_name"), "client"),
+    **dict.fromkeys(("ClientProof", "FileserverUpdate", "FileserverUpdateReply", "JobQuery", "JobReturns",
+                     "JobReturnsReply", "Publish", "PublishJob", "PublishReply", "RemoteUpdate", "UpdateQuery",
+                     "valid_function_name"), "client"),
     **dict.fromkeys(("DirList", "DirListReply", "FileChunk", "FileEnvs", "FileEnvsReply", "FileFind", "FileFindReply",
                      "FileHash", "FileHashReply", "FileList", "FileListReply", "ServeFile"), "files"),
     **dict.fromkeys(("CLEAR_COMMANDS", "COMMANDS", "INNER_MESSAGES", "REQUESTS", "SESSION_COMMANDS", "UNKNOWN_CLASS",
@@ -109,12 +114,13 @@ _HOMES = {
 
 __all__ = ["AuthHello", "AuthReply", "CLEAR_COMMANDS", "COMMANDS", "ClientProof", "DirList", "DirListReply",
     "ErrorReply", "EventsReply", "FileChunk", "FileEnvs", "FileEnvsReply", "FileFind", "FileFindReply",
+    "FileserverUpdate", "FileserverUpdateReply",
     "FileHash", "FileHashReply", "FileList", "FileListReply", "GrainsUpload", "Heartbeat", "HeartbeatReply",
     "INNER_MESSAGES", "JobQuery", "JobReturn", "JobReturns", "JobReturnsReply", "MAX_EVENTS_PER_REQUEST",
     "Message", "MessageClass", "MinionEvent", "MinionEvents", "Ok", "PILLAR_OVERRIDES", "PillarReply",
     "PillarRequest", "ProtocolError", "Publish", "PublishJob", "PublishKeyReply", "PublishKeyRequest",
-    "PublishReply", "REQUESTS", "Reply", "Request", "SESSION_COMMANDS", "ServeFile", "SessionRequest",
-    "UNKNOWN_CLASS", "classify", "encode_clear", "envelope_class", "parse_clear_request",
+    "PublishReply", "REQUESTS", "RemoteUpdate", "Reply", "Request", "SESSION_COMMANDS", "ServeFile", "SessionRequest",
+    "UNKNOWN_CLASS", "UpdateQuery", "classify", "encode_clear", "envelope_class", "parse_clear_request",
     "parse_session_request", "read_envelope", "valid_function_name"]
 
 

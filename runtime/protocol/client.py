@@ -1,8 +1,9 @@
-"""Requests of local clients (``saltpan run``, ``saltpan jobs``): ``publish`` and ``job_returns``.
+"""Requests of local clients (``saltpan run``, ``saltpan jobs``, ``saltpan fileserver``): ``publish``,
+``job_returns`` and ``fileserver_update``.
 
 Each carries a packed ``body`` and a ``proof`` that the sender holds its user's client key
 (docs/protocol.md §8).  The body is decoded only once the proof verified:
-:meth:`PublishJob.decode` and :meth:`JobQuery.decode` are its checks.
+:meth:`PublishJob.decode`, :meth:`JobQuery.decode` and :meth:`UpdateQuery.decode` are its checks.
 """
 
 from __future__ import annotations
@@ -14,14 +15,18 @@ from typing import Any, ClassVar, Self
 from runtime import codec
 from runtime.crypt.clientkey import PROOF_NONCE_SIZE
 from runtime.protocol.base import (
+    OMIT_NONE,
     Message,
     MessageClass,
     ProtocolError,
     Reply,
     Request,
+    array,
     binary,
+    boolean,
     integer,
     mapping,
+    optional_text,
     submap,
     text,
     texts,
@@ -126,6 +131,61 @@ class JobReturns(Request[JobReturnsReply]):
         return cls(body=body, proof=proof)
 
 
+@dataclasses.dataclass(frozen=True)
+class RemoteUpdate(Message):
+    """What one fetch of one git remote did (an entry of ``FileserverUpdateReply.remotes``)."""
+
+    backend: str  # gitfs or git_pillar
+    remote: str  # how messages name the remote (its URL without credentials)
+    ok: bool
+    changed: bool
+    error: str | None = dataclasses.field(default=None, metadata=OMIT_NONE)
+    notes: list[str] = dataclasses.field(default_factory=list)  # force-pushes, re-clones, removed refs
+
+    @classmethod
+    def from_wire(cls, load: Any) -> Self:
+        load = mapping(load, "a remote's update")
+        return cls(backend=text(load, "backend"), remote=text(load, "remote"), ok=boolean(load, "ok"),
+                   changed=boolean(load, "changed"), error=optional_text(load, "error"),
+                   notes=texts(load, "notes", default=[]))
+
+
+@dataclasses.dataclass(frozen=True)
+class FileserverUpdateReply(Reply):
+    """Which remotes were fetched, and whether any served file changed."""
+
+    changed: bool
+    backends: list[str]
+    remotes: tuple[RemoteUpdate, ...]
+
+    @classmethod
+    def from_wire(cls, load: Any) -> Self:
+        load = mapping(load, "a fileserver_update reply")
+        remotes = tuple(RemoteUpdate.from_wire(item) for item in array(load, "remotes", max_items=10_000))
+        return cls(changed=boolean(load, "changed"), backends=texts(load, "backends"), remotes=remotes)
+
+
+@dataclasses.dataclass(frozen=True)
+class FileserverUpdate(Request[FileserverUpdateReply]):
+    """Fetch the git remotes of the file server now (Salt's `salt-run fileserver.update`)."""
+
+    COMMAND: ClassVar[str] = "fileserver_update"
+    CLASS: ClassVar[MessageClass] = MessageClass.CLIENT
+    REPLY: ClassVar[type[Reply]] = FileserverUpdateReply
+    NOTES: ClassVar[str] = ("`body` is a packed `UpdateQuery`; only the master's user may ask (`acl` otherwise); "
+                            "a backend not in `fileserver_backend` is `bad_backend`; fires "
+                            "`salt/fileserver/gitfs/update` when `fileserver_events` is true; a remote that fails "
+                            "keeps its last good revision and is reported in `remotes`, not as an error")
+
+    body: bytes
+    proof: ClientProof
+
+    @classmethod
+    def from_wire(cls, load: Any) -> Self:
+        body, proof = _client_fields(load)
+        return cls(body=body, proof=proof)
+
+
 # ---------------------------------------------------------------- bodies
 
 @dataclasses.dataclass(frozen=True)
@@ -191,3 +251,30 @@ class JobQuery(Message):
     def encode(self) -> bytes:
         return codec.pack(self.to_wire())
 
+
+@dataclasses.dataclass(frozen=True)
+class UpdateQuery(Message):
+    """The body of ``fileserver_update``: Salt's ``backend=`` (names, ``-name`` to leave out; empty: every
+    configured backend; ``git_pillar`` for the git ext_pillar remotes) and ``remotes`` (URL globs)."""
+
+    backends: list[str]
+    remotes: list[str]
+
+    @classmethod
+    def from_wire(cls, load: Any) -> Self:
+        load = mapping(load, "a fileserver_update body", "bad_backend")
+        backends = texts(load, "backends", reason="bad_backend", default=[])
+        remotes = texts(load, "remotes", reason="bad_backend", default=[])
+        if len(backends) > 16 or len(remotes) > 256 or any(len(x) > 1024 for x in backends + remotes):
+            raise ProtocolError("bad_backend", "too many or too long backend names or remote patterns")
+        return cls(backends=backends, remotes=remotes)
+
+    @classmethod
+    def decode(cls, body: bytes) -> Self:
+        try:
+            return cls.from_wire(codec.unpack(body, codec.HEADER_LIMITS))
+        except codec.DecodeError as exc:
+            raise ProtocolError(exc.reason, str(exc)) from None
+
+    def encode(self) -> bytes:
+        return codec.pack(self.to_wire())

@@ -1,8 +1,8 @@
 """The master's file server (``salt://``), asked by minions through their sessions.
 
-Paths are relative to a root of one saltenv; the master resolves them under ``file_roots`` only
-(``runtime.master.fileserver``: no ``..``, absolute paths, backslashes, NUL, symlinks out of the
-root; SECURITY.md class 4).  Here: the shape of each request and reply.  A file that does not
+Paths are relative to a root of one saltenv; the master resolves them beneath the roots of its
+``fileserver_backend`` only (``runtime.master.fileserver``: file_roots, gitfs remotes' mountpoint
+and root; no ``..``, absolute paths, backslashes, NUL, symlinks out of the root; SECURITY.md class 4).  Here: the shape of each request and reply.  A file that does not
 exist is answered with an empty map (every field of the reply absent).
 """
 
@@ -25,7 +25,8 @@ from runtime.protocol.base import (
 )
 from runtime.protocol.session import SessionRequest
 
-_PATH_RULES = ("paths resolved under `file_roots` only: no `..`, absolute paths, backslashes, NUL, symlinks out "
+_PATH_RULES = ("paths resolved beneath the roots of `fileserver_backend` only (file_roots; a gitfs remote's "
+               "mountpoint and root): no `..`, absolute paths, backslashes, NUL, symlinks out "
                "of the root, `..`/`/` in saltenv, non-string saltenv (class 4); a refusal is "
                "`access_denied`/`bad_saltenv` naming no master path")
 
@@ -54,7 +55,7 @@ class FileEnvsReply(Reply):
 
 @dataclasses.dataclass(frozen=True)
 class FileEnvs(SessionRequest[FileEnvsReply]):
-    """The saltenvs of ``file_roots``."""
+    """The saltenvs of the file server: the union of its backends' (``file_roots``, gitfs branches and tags)."""
 
     COMMAND: ClassVar[str] = "_file_envs"
     REPLY: ClassVar[type[Reply]] = FileEnvsReply

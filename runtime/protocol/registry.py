@@ -14,7 +14,17 @@ from typing import Any
 from runtime import codec
 from runtime.protocol.auth import AuthHello
 from runtime.protocol.base import Message, MessageClass, ProtocolError, Request, encode_clear
-from runtime.protocol.client import JOB_LIMITS, ClientProof, JobQuery, JobReturns, Publish, PublishJob
+from runtime.protocol.client import (
+    JOB_LIMITS,
+    ClientProof,
+    FileserverUpdate,
+    JobQuery,
+    JobReturns,
+    Publish,
+    PublishJob,
+    RemoteUpdate,
+    UpdateQuery,
+)
 from runtime.protocol.files import DirList, FileEnvs, FileFind, FileHash, FileList, ServeFile
 from runtime.protocol.session import (
     GrainsUpload,
@@ -33,13 +43,13 @@ __all__ = ["CLASSIFY_LIMITS", "CLEAR_COMMANDS", "COMMANDS", "INNER_MESSAGES", "R
 
 # Every request of the protocol, in the order docs/protocol.md lists them.
 REQUESTS: tuple[type[Request[Any]], ...] = (
-    AuthHello, Publish, JobReturns,
+    AuthHello, Publish, JobReturns, FileserverUpdate,
     Heartbeat, PublishKeyRequest, JobReturn, PillarRequest, GrainsUpload, MinionEvents,
     FileEnvs, FileList, DirList, FileFind, FileHash, ServeFile,
 )
 
 # The messages carried inside requests (a client's proof and packed body, a minion's events).
-INNER_MESSAGES: tuple[type[Message], ...] = (ClientProof, PublishJob, JobQuery, MinionEvent)
+INNER_MESSAGES: tuple[type[Message], ...] = (ClientProof, PublishJob, JobQuery, UpdateQuery, RemoteUpdate, MinionEvent)
 
 # wire command -> request class (read-only)
 COMMANDS: Mapping[str, type[Request[Any]]] = MappingProxyType({cls.COMMAND: cls for cls in REQUESTS})

@@ -10,6 +10,7 @@ Dates and names are fixed, so a rebuild gives the same commit ids.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -68,6 +69,43 @@ def build_repo(name: str, dest: str, data: str = DATA) -> str:
     return bare
 
 
+@dataclasses.dataclass(frozen=True)
+class Link:
+    """A symlink in a repository made by ``new_repo`` (its target, as written)."""
+
+    target: str
+
+
+def _write_files(work: str, files: dict[str, str | Link]) -> None:
+    for rel, content in files.items():
+        full = os.path.join(work, rel)
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        if isinstance(content, Link):
+            os.symlink(content.target, full)
+        else:
+            with open(full, "w", encoding="utf-8") as fh:
+                fh.write(content)
+
+
+def new_repo(dest: str, name: str, branches: dict[str, dict[str, str | Link]]) -> str:
+    """A bare repository <dest>/<name>.git with one commit per branch (the first branch is master's
+    name, each later branch starts from it); returns its path."""
+    work = os.path.join(dest, f".work-{name}")
+    names = list(branches)
+    git("init", "-q", "-b", names[0], work)
+    for index, branch in enumerate(names):
+        if index:
+            git("checkout", "-q", "-b", branch, names[0], cwd=work)
+        _write_files(work, branches[branch])
+        git("add", "-A", cwd=work)
+        git("commit", "-q", "-m", f"{name} {branch}", cwd=work)
+    git("checkout", "-q", names[0], cwd=work)  # the bare repository's HEAD: its first branch
+    bare = os.path.join(dest, f"{name}.git")
+    git("clone", "-q", "--bare", work, bare)
+    shutil.rmtree(work)
+    return bare
+
+
 def build_repos(dest: str, data: str = DATA) -> dict[str, str]:
     """Every repository of REPOS under dest; {name: file:// URL}."""
     os.makedirs(dest, exist_ok=True)
@@ -82,7 +120,8 @@ class Worktree:
         self.path = path
         git("clone", "-q", bare, path)
 
-    def commit(self, branch: str, files: dict[str, str | None], message: str) -> None:
+    def commit(self, branch: str, files: dict[str, str | None], message: str) -> str:
+        """Commit files (None removes one) on branch; the new commit's id."""
         git("checkout", "-q", "-B", branch, f"origin/{branch}", cwd=self.path)
         for rel, text in files.items():
             full = os.path.join(self.path, rel)
@@ -94,6 +133,12 @@ class Worktree:
                 fh.write(text)
         git("add", "-A", cwd=self.path)
         git("commit", "-q", "-m", message, cwd=self.path)
+        return self.head()
+
+    def head(self) -> str:
+        env = {**os.environ, **GIT_ENV}
+        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=self.path, env=env, check=True,
+                              capture_output=True, text=True, timeout=60).stdout.strip()
 
     def push(self, branch: str, force: bool = False) -> None:
         git("push", "-q", *(["--force"] if force else []), "origin", f"{branch}:{branch}", cwd=self.path)

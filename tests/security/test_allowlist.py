@@ -55,7 +55,7 @@ def test_commands_are_plain_names_and_handlers_are_not_dunders() -> None:
         assert isinstance(request.COMMAND, str) and SALT_CMD.match(request.COMMAND), request.COMMAND
         assert not name.startswith("_"), f"{request.COMMAND} dispatches to a private method {cls.__name__}.{name}"
     # only _auth is reachable without a session or a client proof
-    assert set(protocol.CLEAR_COMMANDS) == {"_auth", "publish", "job_returns"}
+    assert set(protocol.CLEAR_COMMANDS) == {"_auth", "publish", "job_returns", "fileserver_update"}
     assert {c for c, r in protocol.COMMANDS.items() if r.CLASS is protocol.MessageClass.AUTH} == {"_auth"}
 
 

@@ -54,9 +54,10 @@ def test_every_worker_method_named_in_a_sealed_load_is_refused(lab: Lab) -> None
     {"cmd": "publish", "fun": "cmd.run", "arg": ["id"], "tgt": "*", "key": "guessed", "user": "root"},
     {"cmd": "publish", "body": b"\x80", "proof": {"user": "root"}},
     {"cmd": "job_returns", "body": b"\x81\xa3jid\xa11", "proof": {"user": "root", "ts": 0, "nonce": b"", "mac": b""}},
-], ids=["prep_auth_info", "send_pub", "salt_publish", "publish_no_mac", "job_returns_no_mac"])
+    {"cmd": "fileserver_update", "body": b"\x80", "proof": {"user": "root", "ts": 0, "nonce": b"", "mac": b""}},
+], ids=["prep_auth_info", "send_pub", "salt_publish", "publish_no_mac", "job_returns_no_mac", "fileserver_update_no_mac"])
 def test_salt_cve_2020_11651_loads(lab: Lab, load: dict) -> None:
-    with lab_attack(lab, logs=[("master", r"refused (clear command|publish|job_returns)")]) as atk:
+    with lab_attack(lab, logs=[("master", r"refused (clear command|publish|job_returns|fileserver_update)")]) as atk:
         raw = atk.raw()
         for _ in range(3):
             assert reason(raw.clear(load)) in ("unknown_command", "bad_proof")

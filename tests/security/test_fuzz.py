@@ -200,7 +200,8 @@ def check_clear(reply: bytes) -> dict:
         assert isinstance(err["reason"], str) and isinstance(err["message"], str), load
         assert err["reason"] != "internal_error", load
     else:
-        assert ("outcome" in load and "sig" in load) or {"jid", "minions"} <= set(load), load
+        assert ("outcome" in load and "sig" in load) or {"jid", "minions"} <= set(load) \
+            or {"changed", "backends", "remotes"} == set(load), load
     return load
 
 
@@ -276,7 +277,7 @@ def test_fuzz_dispatcher_with_clear_commands(harness: Harness) -> None:
     bodies = st.one_of(
         loads.map(lambda load: codec.pack_envelope(codec.ENC_CLEAR, load)),
         st.builds(hello, st.sampled_from(["v", "id", "pub", "eph", "nonce", "ts", "sig", "extra"]), field_values),
-        st.builds(client, st.sampled_from(["publish", "job_returns"]), st.one_of(jobs, values),
+        st.builds(client, st.sampled_from(["publish", "job_returns", "fileserver_update"]), st.one_of(jobs, values),
                   st.one_of(st.none(), st.binary(max_size=64))),
     )
 

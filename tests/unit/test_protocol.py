@@ -114,6 +114,14 @@ EXAMPLES: dict[type, list[protocol.Message]] = {
     protocol.PublishReply: [protocol.PublishReply(jid="20260101000000000001", minions=["web1"])],
     protocol.JobReturns: [protocol.JobReturns(body=b"\x80", proof=PROOF)],
     protocol.JobReturnsReply: [protocol.JobReturnsReply(jid="1", minions=["a"], returns={"a": {"return": True}})],
+    protocol.FileserverUpdate: [protocol.FileserverUpdate(body=b"\x80", proof=PROOF)],
+    protocol.FileserverUpdateReply: [
+        protocol.FileserverUpdateReply(changed=False, backends=["roots"], remotes=()),
+        protocol.FileserverUpdateReply(changed=True, backends=["gitfs"], remotes=(
+            protocol.RemoteUpdate(backend="gitfs", remote="https://git.example.com/s.git", ok=True, changed=True,
+                                  notes=["branch 'dev' was force-pushed"]),
+            protocol.RemoteUpdate(backend="gitfs", remote="git://127.0.0.1:1/x.git", ok=False, changed=False,
+                                  error="fetch failed")))],
     protocol.Heartbeat: [protocol.Heartbeat(epoch=3), protocol.Heartbeat(epoch=None)],
     protocol.HeartbeatReply: [protocol.HeartbeatReply(now=1, heartbeat=5.0, epoch=2, publish_key=b"k" * 32),
                               protocol.HeartbeatReply(now=1, heartbeat=0.5, epoch=2, publish_key=None)],
@@ -150,6 +158,10 @@ EXAMPLES: dict[type, list[protocol.Message]] = {
                                               tgt_type="list", ret="", timeout=7)],
     protocol.JobQuery: [protocol.JobQuery(jid="20260101000000000001")],
     protocol.MinionEvent: [protocol.MinionEvent(tag="t", data={})],
+    protocol.UpdateQuery: [protocol.UpdateQuery(backends=["gitfs"], remotes=["*states*"]),
+                           protocol.UpdateQuery(backends=[], remotes=[])],
+    protocol.RemoteUpdate: [protocol.RemoteUpdate(backend="git_pillar", remote="file:///srv/p.git", ok=True,
+                                                  changed=False)],
 }
 
 

@@ -6,7 +6,8 @@ maps the ``runtime.protocol`` request classes it answers to its methods.
     jobs.py         publish, job_returns (local clients), _return (minions): jobs and their returns
     minion_data.py  _pillar, _grains: what the master keeps about each minion
     events.py       _minion_event: minions' events on the master's bus
-    files.py        _file_envs, _file_list, _dir_list, _file_find, _file_hash, _serve_file
+    files.py        _file_envs, _file_list, _dir_list, _file_find, _file_hash, _serve_file (minions);
+                    fileserver_update (the master's user: fetch the git remotes now)
 
 A clear handler is called ``(peer, message)``, a session handler ``(minion_id, message)`` with
 the id bound to the session; each returns its request's reply class, or raises ``Refused``

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import zmq
 
-from runtime import transport
+from runtime import protocol, transport
 from runtime.config import option
 from runtime.crypt.channel import ServerChannel
 from runtime.crypt.identity import Identity
@@ -69,6 +70,22 @@ class WorkerContext:
                    events=EventPusher(ctx, opts["sock_dir"]),
                    publish_sock=publish_sock,
                    refusals=RateLimitedLog(log, option(opts, "refusal_log_interval", float)))
+
+    def client_user(self, proof: protocol.ClientProof, body: bytes) -> str:
+        """The local user whose client key made ``proof`` over ``body`` (each proof is accepted once);
+        ``Refused`` (bad_proof, replayed) otherwise."""
+        from runtime.crypt.clientkey import client_key_path, load_client_key, verify_proof
+        from runtime.crypt.errors import KeyFileError
+
+        user = proof.user
+        try:
+            key = load_client_key(client_key_path(self.opts["cachedir"], user))
+        except (KeyFileError, ValueError):
+            raise Refused("bad_proof", f"no client key for user {user!r}") from None
+        verified_user, nonce = verify_proof(key, proof.to_wire(), body, not_before_ms=self.sessions.started_ms())
+        if not self.sessions.claim_nonce("client", nonce, int(time.time() * 1000) + 300_000):
+            raise Refused("replayed", "client request replayed")
+        return verified_user
 
     def close(self) -> None:
         MasterStores(self.keys, self.sessions, self.jobs, self.data, self.changes, self.spool).close()

@@ -7,7 +7,6 @@ id, the ``salt/job/<jid>/new`` event, and the signed publication pushed to the P
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, ClassVar
@@ -16,8 +15,6 @@ from compiler import match
 from runtime import jid as jid_mod
 from runtime import protocol, transport
 from runtime.config import option
-from runtime.crypt.clientkey import client_key_path, load_client_key, verify_proof
-from runtime.crypt.errors import KeyFileError
 from runtime.crypt.publish import seal_publication
 from runtime.events import EventPusher
 from runtime.master import acl as acl_mod
@@ -47,16 +44,7 @@ class JobHandlers:
     # -- local clients ----------------------------------------------------------------
     def _client_user(self, request: protocol.Publish | protocol.JobReturns) -> str:
         """The user whose client key made the request's proof (each proof is accepted once)."""
-        user = request.proof.user
-        try:
-            key = load_client_key(client_key_path(self.ctx.opts["cachedir"], user))
-        except (KeyFileError, ValueError):
-            raise Refused("bad_proof", f"no client key for user {user!r}") from None
-        verified_user, nonce = verify_proof(key, request.proof.to_wire(), request.body,
-                                             not_before_ms=self.ctx.sessions.started_ms())
-        if not self.ctx.sessions.claim_nonce("client", nonce, int(time.time() * 1000) + 300_000):
-            raise Refused("replayed", "client request replayed")
-        return verified_user
+        return self.ctx.client_user(request.proof, request.body)
 
     def publish(self, peer: str, request: protocol.Publish) -> protocol.PublishReply:
         ctx = self.ctx
