@@ -246,6 +246,13 @@ OPTIONS: dict[str, Option] = {
                            "(one PostgreSQL database that several masters can share; needs master_store_dsn and "
                            "`pip install 'saltpan[postgres]'`). Run `saltpan master --init-store` after changing it.",
                            salt=SALTPAN_ONLY),
+    "cluster_id": Option(None, "str", "master",
+                         "With master_store: postgres, the name of the cluster the masters sharing the database "
+                         "form: they sign with one cluster key kept in the database (minions may move between "
+                         "them), and jobs, returns and events published on any of them reach all (docs/operations.md "
+                         "\"A cluster of masters\"). Unset: masters sharing the database still share keys, jobs, "
+                         "events and revocations, but each signs with its own key.",
+                         salt="Salt 3007's cluster_id; no cluster_pki_dir or shared filesystem is needed"),
     "master_store_dsn": Option(None, "str", "master",
                                "With master_store: postgres, the database: a libpq connection string or URI "
                                "(`postgresql://saltpan@db.example.com/saltpan`, `host=... dbname=...`); a password "

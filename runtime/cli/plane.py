@@ -40,6 +40,10 @@ def master(args: argparse.Namespace) -> int:
         return _fail("master", exc)
     if args.init_store:
         return init_store(opts)
+    if args.rotate_cluster_key:
+        return rotate_cluster_key(opts)
+    if args.status:
+        return master_status(opts, args.out == "json")
     from runtime.master import daemon
 
     return daemon.run(opts)
@@ -55,6 +59,60 @@ def init_store(opts: dict[str, Any]) -> int:
             print(line)
     except (StoreError, ConfigError, OSError) as exc:
         return _fail("master --init-store", exc)
+    return 0
+
+
+def rotate_cluster_key(opts: dict[str, Any]) -> int:
+    """``saltpan master --rotate-cluster-key``: a new signing key for the cluster, then exit."""
+    from runtime.master.store import factory
+    from runtime.master.store.errors import StoreError
+
+    try:
+        for line in factory.rotate_cluster_key(opts):
+            print(line)
+    except (StoreError, ConfigError, OSError) as exc:
+        return _fail("master --rotate-cluster-key", exc)
+    return 0
+
+
+def master_status(opts: dict[str, Any], as_json: bool) -> int:
+    """``saltpan master --status``: the masters sharing the store and the minions each holds."""
+    import json
+    import time
+
+    from runtime.master.store import factory
+    from runtime.master.store.errors import StoreError
+
+    try:
+        masters = factory.cluster_masters(opts)
+        sessions = factory.existing_session_store(opts)
+        holders = sessions.holders() if sessions is not None else {}
+        if sessions is not None:
+            sessions.close()
+    except (StoreError, ConfigError, OSError) as exc:
+        return _fail("master --status", exc)
+    me = factory.master_id(opts)
+    now = time.time() * 1000
+    window = 3 * max(0.2, option(opts, "heartbeat_period", float)) * 1000
+    table: dict[str, dict[str, Any]] = {}
+    for master_id, started, seen in masters or [(me, 0, int(now))]:
+        table[master_id] = {"up": now - seen <= max(window, 30_000), "started": started / 1000 if started else None,
+                            "seen": seen / 1000, "minions": []}
+    for minion_id, (master_id, _seen) in sorted(holders.items()):
+        table.setdefault(master_id, {"up": None, "started": None, "seen": None, "minions": []})["minions"].append(
+            minion_id)
+    if as_json:
+        print(json.dumps({"cluster_id": factory.cluster_id(opts), "master_id": me, "masters": table}, indent=2,
+                         sort_keys=True))
+        return 0
+    name = factory.cluster_id(opts)
+    print(f"cluster {name}" if name else f"store: {factory.describe(opts)}")
+    for master_id, row in sorted(table.items()):
+        state = {True: "up", False: "down", None: "?"}[row["up"]]
+        mark = " (this master)" if master_id == me else ""
+        print(f"{master_id}{mark}: {state}, {len(row['minions'])} minion(s)")
+        for minion_id in row["minions"]:
+            print(f"    {minion_id}")
     return 0
 
 
@@ -474,6 +532,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     common(p)
     p.add_argument("--init-store", dest="init_store", action="store_true",
                    help="create or migrate the master store (master_store: sqlite or postgres) and exit")
+    p.add_argument("--rotate-cluster-key", dest="rotate_cluster_key", action="store_true",
+                   help="give the cluster (cluster_id) a new signing key and exit (docs/operations.md)")
+    p.add_argument("--status", action="store_true",
+                   help="list the masters sharing the store and the minions each holds, then exit")
+    add_out(p, ("json",), help="with --status: json")
     p.set_defaults(func=master)
 
     p = sub.add_parser("minion", help="run the minion daemon")

@@ -6,6 +6,8 @@
   per-class queues served in priority order)
 * MWorkers (worker_threads): one request at a time from workers.ipc (runtime.master.worker)
 * Maintenance: presence events, publish key rotation, job cache pruning
+* ClusterRelay (master_store: postgres): jobs, revocations and events to and from the other
+  masters sharing the store (runtime.master.cluster)
 * GitfsUpdate (with gitfs or a git ext_pillar): fetches each git remote on its update interval
 
 Each child is restarted when it dies.  SIGTERM stops them all and removes the
@@ -146,6 +148,13 @@ def maintenance_main(opts: dict[str, Any]) -> None:
     maintenance.run(opts, stop)
 
 
+def cluster_relay_main(opts: dict[str, Any], identity: Identity) -> None:
+    from runtime.master import cluster
+
+    stop = _child_setup(opts, "ClusterRelay")
+    cluster.run(opts, identity, stop)
+
+
 def gitfs_update_main(opts: dict[str, Any]) -> None:
     from runtime.master import gitfs_updater
 
@@ -216,7 +225,8 @@ class ProcessManager:
 
 def prepare(opts: dict[str, Any]) -> Identity:
     """Directories, the master key pair, client keys, the master store checked (reachable, schema
-    current) and this master's sessions reset."""
+    current), the cluster key (with cluster_id) and this master's sessions reset; the key the master
+    signs with."""
     for name in (EVENT_PULL, EVENT_PUB, worker_mod.WORKERS_IPC, worker_mod.PUBLISH_PULL):
         transport.ipc_path(opts["sock_dir"], name)  # raises AddressError when sock_dir is too long
     for key in ("pki_dir", "cachedir", "sock_dir"):
@@ -230,6 +240,11 @@ def prepare(opts: dict[str, Any]) -> Identity:
     from runtime.master.store import factory
 
     factory.check_store(opts)
+    cluster_key = factory.cluster_identity(opts, identity)
+    if cluster_key is not identity:
+        log.warning("cluster %s: signing with the cluster key %s (pki_dir/cluster.pub)", factory.cluster_id(opts),
+                    cluster_key.fingerprint)
+        identity = cluster_key
     store = factory.open_session_store(opts)
     try:
         store.reset()
@@ -321,6 +336,10 @@ def run(opts: dict[str, Any]) -> int:
         manager.add(f"MWorker-{index}", worker_main, opts, identity, index)
     manager.add("ReqServer", req_server_main, opts)
     manager.add("Maintenance", maintenance_main, opts)
+    from runtime.master.store import factory
+
+    if factory.is_shared(opts):
+        manager.add("ClusterRelay", cluster_relay_main, opts, identity)
     if remotes:
         manager.add("GitfsUpdate", gitfs_update_main, opts)
     manager.start_all()

@@ -71,6 +71,10 @@ class SessionStore(Protocol):
     def revoke(self, minion_id: str, reason: str = "revoked", now: int | None = None) -> PublishKey:
         """Drop every session of ``minion_id`` and start a new publish epoch, together."""
 
+    def revoke_here(self, minion_id: str, reason: str) -> PublishKey:
+        """A revocation another master recorded: this master's sessions of ``minion_id`` go and
+        a new publish epoch starts, and nothing is recorded for the others (they know)."""
+
     def reset(self, now: int | None = None) -> PublishKey:
         """Master start: forget this master's sessions, start a new epoch, record the start."""
 

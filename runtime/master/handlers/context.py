@@ -22,7 +22,7 @@ from runtime.master.jobcache import JobCache
 from runtime.master.keys import KeyStore
 from runtime.master.sessions import SessionStore
 from runtime.master.spool import ReturnSpool
-from runtime.master.store.factory import MasterStores, open_master_stores
+from runtime.master.store.factory import MasterStores, master_id, open_master_stores
 from runtime.ratelog import RateLimitedLog
 
 log = logging.getLogger("saltpan.master.worker")
@@ -55,6 +55,7 @@ class WorkerContext:
     publish_sock: zmq.Socket
     refusals: RateLimitedLog
     master_user: str = field(default_factory=lambda: current_user())
+    master_id: str = ""      # this master among those sharing the store (runtime.master.store.factory.master_id)
 
     @classmethod
     def open(cls, opts: dict[str, Any], identity: Identity, ctx: zmq.Context, publish_address: str
@@ -69,7 +70,8 @@ class WorkerContext:
                    spool=stores.spool,
                    events=EventPusher(ctx, opts["sock_dir"]),
                    publish_sock=publish_sock,
-                   refusals=RateLimitedLog(log, option(opts, "refusal_log_interval", float)))
+                   refusals=RateLimitedLog(log, option(opts, "refusal_log_interval", float)),
+                   master_id=master_id(opts))
 
     def client_user(self, proof: protocol.ClientProof, body: bytes) -> str:
         """The local user whose client key made ``proof`` over ``body`` (each proof is accepted once);

@@ -36,7 +36,8 @@ class JobHandlers:
         protocol.JobReturn: "job_return",     # sealed: the minion id comes from the session
     })
     # public methods that are not request handlers
-    NON_HANDLERS: ClassVar[frozenset[str]] = frozenset({"new_jid", "send_publication", "expected_minions"})
+    NON_HANDLERS: ClassVar[frozenset[str]] = frozenset({"new_jid", "send_publication", "share_publication",
+                                                        "expected_minions"})
 
     def __init__(self, ctx: WorkerContext) -> None:
         self.ctx = ctx
@@ -71,7 +72,9 @@ class JobHandlers:
             payload["acl_minions"] = list(minions)
         ctx.events.fire(f"salt/job/{jid}/new", {"jid": jid, "tgt": job.tgt, "tgt_type": job.tgt_type, "fun": job.fun,
                                                 "arg": job.arg, "minions": minions, "user": user})
-        self.send_publication(payload, minions if job.tgt_type == "list" or restricted else None)
+        only = minions if job.tgt_type == "list" or restricted else None
+        self.send_publication(payload, only)
+        self.share_publication(payload, only)
         log.info("published %s %s to %s (%d minions expected) for %s", jid, job.fun, job.tgt, len(minions), user)
         return protocol.PublishReply(jid=jid, minions=minions)
 
@@ -99,6 +102,16 @@ class JobHandlers:
         topics = [transport.minion_topic(m) for m in only] if only else [transport.BROADCAST]
         for topic in topics:
             self.ctx.publish_sock.send_multipart([topic, body])
+
+    def share_publication(self, payload: dict[str, Any], only: list[str] | None) -> None:
+        """For the other masters sharing the store, to send to their minions (``runtime.master.cluster``);
+        the job is in the job cache already, so a failure here is logged, not refused."""
+        try:
+            ctx = self.ctx
+            ctx.changes.record("publish", {"payload": payload, "only": only}, ctx.master_id)
+        except StoreUnavailable as exc:
+            self.ctx.refusals.warning("publish:share", "job %s not sent to the other masters' minions: %s",
+                                      payload.get("jid"), exc.message)
 
     def expected_minions(self, tgt: str | list[str], tgt_type: str) -> list[str]:
         return expected_minions(self.ctx.keys, self.ctx.data, self.ctx.opts, tgt, tgt_type)

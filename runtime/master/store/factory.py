@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from runtime.config import ConfigError, option, optional_option
-from runtime.master.changes import Change, ChangeLog
+from runtime.master.changes import Change, ChangeLog, SharedEvent
 from runtime.master.datacache import DataCache
 from runtime.master.jobcache import JobCache
 from runtime.master.keys import KeyStore
@@ -37,6 +37,7 @@ from runtime.master.spool import ReturnSpool
 from runtime.master.store.errors import StoreError
 
 if TYPE_CHECKING:
+    from runtime.crypt.identity import Identity
     from runtime.master.store.pg import PgDatabase, PgSettings
     from runtime.protocol import JobReturn
 
@@ -177,11 +178,26 @@ class NoSpool:
 class NoChanges:
     """A single master's store: nobody else to tell, nothing to hear."""
 
+    def record(self, topic: str, data: dict[str, Any], master_id: str) -> int:
+        return 0
+
     def latest(self) -> int:
         return 0
 
     def since(self, seq: int, limit: int = 1000) -> list[Change]:
         return []
+
+    def record_events(self, master_id: str, events: list[tuple[str, bytes]]) -> None:
+        pass
+
+    def latest_event(self) -> int:
+        return 0
+
+    def events_since(self, seq: int, limit: int = 1000) -> list[SharedEvent]:
+        return []
+
+    def prune_events(self, keep_s: float) -> int:
+        return 0
 
     def wait(self, timeout: float) -> bool:
         import time
@@ -248,6 +264,74 @@ def existing_data_cache(opts: dict[str, Any]) -> DataCache | None:
         if not os.path.isfile(os.path.join(opts["cachedir"], DB_NAME)):
             return None
     return open_data_cache(opts)
+
+
+# ------------------------------------------------------------------ the cluster
+def cluster_id(opts: dict[str, Any]) -> str | None:
+    """``cluster_id`` (None when unset); only meaningful with ``master_store: postgres``."""
+    value = optional_option(opts, "cluster_id", str)
+    if value is None or not str(value).strip():
+        return None
+    if backend(opts) != "postgres":
+        raise ConfigError(f"{_where(opts)}: cluster_id needs master_store: postgres (the masters of a cluster "
+                          "share one database): see docs/operations.md")
+    return str(value).strip()
+
+
+def is_shared(opts: dict[str, Any]) -> bool:
+    """Whether other masters may share this master's store (they do on PostgreSQL)."""
+    return backend(opts) == "postgres"
+
+
+def cluster_identity(opts: dict[str, Any], own: Identity) -> Identity:
+    """The key this master signs with: ``own`` (pki_dir/master.pem), or with ``cluster_id`` the
+    cluster's key from the database (``own`` becomes it when this master is the first).  The
+    cluster key's public half is written to pki_dir/cluster.pub for operators."""
+    name = cluster_id(opts)
+    if name is None:
+        return own
+    from runtime.crypt.identity import key_paths
+    from runtime.master.store import pg_cluster
+    from runtime.private_files import write_private
+
+    db = _pg_database(opts)
+    try:
+        identity, _created = pg_cluster.join(db, name, own)
+    finally:
+        db.close()
+    write_private(key_paths(opts["pki_dir"], "cluster")[1], identity.public_pem())
+    return identity
+
+
+def rotate_cluster_key(opts: dict[str, Any]) -> list[str]:
+    """``saltpan master --rotate-cluster-key``: a new cluster key; the lines to report."""
+    name = cluster_id(opts)
+    if name is None:
+        raise ConfigError(f"{_where(opts)}: --rotate-cluster-key needs cluster_id (and master_store: postgres)")
+    from runtime.master.store import pg_cluster
+
+    db = _pg_database(opts)
+    try:
+        old, new = pg_cluster.rotate(db, name)
+    finally:
+        db.close()
+    return [f"cluster {name}: signing key {old.fingerprint} replaced by {new.fingerprint}",
+            "restart each master to sign with it; minions trust it once their minion_master.pub is replaced "
+            "(docs/operations.md, \"Rotating the cluster key\")"]
+
+
+def cluster_masters(opts: dict[str, Any]) -> list[tuple[str, int, int]]:
+    """The masters registered in the shared store: (id, started ms, last maintenance pass ms);
+    on SQLite only this master."""
+    if backend(opts) == "sqlite":
+        return []
+    from runtime.master.store import pg_cluster
+
+    db = _pg_database(opts)
+    try:
+        return pg_cluster.masters(db)
+    finally:
+        db.close()
 
 
 # ------------------------------------------------------------------ schema

@@ -104,11 +104,30 @@ CREATE TABLE saltpan_changes (
     master_id TEXT NOT NULL,
     at DOUBLE PRECISION NOT NULL
 );
-CREATE INDEX saltpan_changes_at ON saltpan_changes (at)
+CREATE INDEX saltpan_changes_at ON saltpan_changes (at);
+
+CREATE TABLE saltpan_events (
+    seq BIGSERIAL PRIMARY KEY,
+    master_id TEXT NOT NULL,
+    tag TEXT NOT NULL,
+    data BYTEA NOT NULL,
+    at DOUBLE PRECISION NOT NULL
+);
+CREATE INDEX saltpan_events_at ON saltpan_events (at);
+
+CREATE TABLE saltpan_cluster (
+    one INTEGER PRIMARY KEY CHECK (one = 1),
+    cluster_id TEXT NOT NULL,
+    signing_key BYTEA NOT NULL,
+    previous_key BYTEA,
+    created DOUBLE PRECISION NOT NULL,
+    rotated DOUBLE PRECISION
+)
 """
 
 MIGRATIONS: tuple[tuple[int, str, str], ...] = (
-    (1, "keys, job cache, minion data cache, nonces, masters and their sessions, changes", _V1),
+    (1, "keys, job cache, minion data cache, nonces, masters and their sessions, changes, cluster events and key",
+     _V1),
 )
 LATEST = MIGRATIONS[-1][0]
 

@@ -125,6 +125,9 @@ class PgSessionStore:
         self.db.run(work)
         return pkey
 
+    def revoke_here(self, minion_id: str, reason: str) -> PublishKey:
+        return self.local.revoke(minion_id, reason)
+
     def reset(self, now: int | None = None) -> PublishKey:
         """Master start: the database first (a master that cannot reach it does not start:
         docs/operations.md), then this master's own sessions."""

@@ -236,6 +236,9 @@ class SQLiteSessionStore:
             conn.execute("DELETE FROM sessions WHERE minion_id = ?", (minion_id,))
             return self._new_epoch(conn, f"{reason}: {minion_id}", now_ms() if now is None else now)
 
+    def revoke_here(self, minion_id: str, reason: str) -> PublishKey:
+        return self.revoke(minion_id, reason)
+
     def reset(self, now: int | None = None) -> PublishKey:
         """Master start: forget every session, begin a new publish epoch, and record the start
         time (:meth:`started_ms`).  Claimed nonces are kept until they expire: a hello or client
