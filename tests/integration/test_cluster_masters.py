@@ -20,6 +20,7 @@ import pytest
 
 from runtime import config
 from runtime.events import EventListener
+from runtime.master.maintenance import read_presence
 from tests.integration.cluster import Cluster, wait_for
 from tests.pgserver import Postgres
 
@@ -65,8 +66,10 @@ class Masters:
         for cl in self.by_name.values():
             cl.stop()
 
-    def ping_all(self, via: str, timeout: float = 5) -> dict[str, Any]:
-        return self[via].run_json("*", "test.ping", "--timeout", str(timeout), "--gather-job-timeout", "2")
+    def ping_all(self, via: str, timeout: float = 5) -> set[str]:
+        """The minions that answered test.ping published on master ``via``."""
+        got = self[via].run_json("*", "test.ping", "--timeout", str(timeout), "--gather-job-timeout", "2")
+        return {minion for minion, ret in got.items() if ret is True}
 
 
 def lookup(cl: Cluster, jid: str) -> dict[str, Any]:
@@ -87,7 +90,7 @@ def masters(tmp_path_factory: pytest.TempPathFactory, postgres: Postgres) -> Ite
         # every key is pending in the one shared table: accepting them on master a lets the
         # minions of b and c in through their own masters
         ms["a"].accept_all(ms.minions, timeout=60)
-        wait_for(lambda: set(ms.ping_all("a")) == set(ms.minions), 90, interval=0.5,
+        wait_for(lambda: ms.ping_all("a") == set(ms.minions), 90, interval=0.5,
                  what="test.ping from all nine minions through master a")
         yield ms
     finally:
@@ -108,13 +111,9 @@ def test_the_masters_share_one_signing_key(masters: Masters) -> None:
 
 
 def test_ping_on_each_master_gets_all_nine(masters: Masters) -> None:
-    def all_nine(name: str) -> dict[str, Any] | None:
-        got = masters.ping_all(name)
-        return got if set(got) == set(masters.minions) else None
-
     for name in MASTERS:
-        got = wait_for(lambda n=name: all_nine(n), 30, interval=0.5, what=f"all nine through master {name}")
-        assert all(v is True for v in got.values()), got
+        wait_for(lambda n=name: masters.ping_all(n) == set(masters.minions), 30, interval=0.5,
+                 what=f"all nine through master {name}\n" + logs(masters))
 
 
 def test_a_job_published_on_a_is_looked_up_on_b_with_every_return(masters: Masters) -> None:
@@ -176,11 +175,74 @@ def test_a_key_deleted_on_b_cuts_the_minion_off_on_a(masters: Masters) -> None:
     assert proc.returncode == 0, proc.stderr
     wait_for(lambda: "sessions of am3 dropped" in masters["a"].master.log(), 15,
              what="master a dropping am3's sessions\n" + logs(masters))
-    got = masters.ping_all("a", timeout=3)
-    assert victim not in got
-    assert set(got) == set(masters.minions) - {victim}
+    # no longer targeted (its key is gone from the shared table), and the others unaffected (a
+    # revocation starts a new publish epoch on every master: their minions fetch the new key)
+    others = set(masters.minions) - {victim}
+    wait_for(lambda: masters.ping_all("a", timeout=3) == others, 20, interval=0.5,
+             what="the eight others through master a\n" + logs(masters))
     # the minion comes back as a pending key (in the shared table); accepted on c, it is back in on a
     wait_for(lambda: victim in masters["c"].keys()["minions_pre"], 30, interval=0.5, what="am3 pending again")
     assert masters["c"].key("-a", victim, "-y").returncode == 0
     wait_for(lambda: masters["a"].run_json("-L", victim, "test.ping", "--timeout", "2").get(victim) is True, 30,
              interval=0.5, what="am3 back through master a")
+
+
+def test_postgresql_away_for_20_s_then_back(masters: Masters, postgres: Postgres) -> None:
+    """docs/operations.md "When PostgreSQL is unreachable": the masters keep their minions, refuse
+    publications, keep the returns of running jobs and hand them to the job cache afterwards; nothing
+    needs a restart."""
+    proc = masters["a"].run("*", "test.sleep", "6", "--async")
+    jid_match = re.fullmatch(r"Executed command with job ID: (\d{20})\n", proc.stdout)
+    assert jid_match, proc.stdout
+    jid = jid_match.group(1)
+
+    def running_everywhere() -> bool:
+        found = masters["a"].run_json("*", "saltutil.find_job", jid, "--timeout", "3", "--gather-job-timeout", "1")
+        return set(found) == set(masters.minions) and all(v for v in found.values())
+
+    wait_for(running_everywhere, 20, interval=0.2, what="the sleep running on all nine minions")
+    postgres.stop()
+    try:
+        stopped = time.monotonic()
+        refused = masters["b"].run("*", "test.ping")
+        assert refused.returncode != 0
+        assert "store_unavailable" in refused.stdout + refused.stderr, refused.stdout + refused.stderr
+        # `saltpan minions` needs the key table: it says the database is away
+        listed = masters["c"].saltpan("minions", "-c", str(masters["c"].master_conf))
+        assert listed.returncode == 2 and "is unavailable" in listed.stderr, listed.stderr
+        # the minions keep their sessions: heartbeats answered, presence unchanged on each master
+        time.sleep(3)
+        for name, cl in masters.by_name.items():
+            up = read_presence(cl.opts()["cachedir"])
+            assert {m for m, home in masters.home.items() if home == name} <= up, (name, up)
+        time.sleep(max(0.0, 20 - (time.monotonic() - stopped)))
+    finally:
+        postgres.start()
+    want = dict.fromkeys(masters.minions, True)
+    # the returns that came meanwhile were kept by each master and are in the job cache now
+    wait_for(lambda: lookup(masters["b"], jid) == want, 45, interval=1.0,
+             what="the nine returns kept while PostgreSQL was away\n" + logs(masters))
+    for name in MASTERS:
+        wait_for(lambda n=name: masters.ping_all(n) == set(masters.minions), 45, interval=0.5,
+                 what=f"all nine through master {name} after the outage\n" + logs(masters))
+
+
+def test_a_master_killed_loses_nothing_from_the_job_cache(masters: Masters) -> None:
+    proc = masters["b"].run("*", "test.echo", "before", "--async")
+    jid_match = re.fullmatch(r"Executed command with job ID: (\d{20})\n", proc.stdout)
+    assert jid_match, proc.stdout
+    want = dict.fromkeys(masters.minions, "before")
+    wait_for(lambda: lookup(masters["a"], jid_match.group(1)) == want, 30, interval=0.5, what="nine returns")
+    import signal
+
+    masters["b"].master.signal(signal.SIGKILL)
+    wait_for(lambda: not masters["b"].master.alive(), 10, what="master b gone")
+    assert lookup(masters["a"], jid_match.group(1)) == want
+    assert lookup(masters["c"], jid_match.group(1)) == want
+    others = {m for m, home in masters.home.items() if home != "b"}
+    assert others <= masters.ping_all("a", timeout=3)
+    # master b started again: its minions re-authenticate and answer through every master
+    masters["b"].master.start()
+    for name in MASTERS:
+        wait_for(lambda n=name: masters.ping_all(n) == set(masters.minions), 60, interval=0.5,
+                 what=f"all nine through master {name} after master b's restart\n" + logs(masters))
