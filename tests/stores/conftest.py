@@ -35,7 +35,8 @@ def store_database(postgres: Postgres) -> str:
 
 def _empty(postgres: Postgres, db: str) -> None:
     postgres.execute("TRUNCATE saltpan_minion_keys, saltpan_jobs, saltpan_job_returns, saltpan_minion_data, "
-                     "saltpan_nonces, saltpan_masters, saltpan_sessions, saltpan_changes", db=db)
+                     "saltpan_nonces, saltpan_masters, saltpan_sessions, saltpan_changes, saltpan_events, saltpan_cluster",
+                     db=db)
 
 
 @pytest.fixture(params=BACKENDS)

@@ -292,13 +292,14 @@ def cluster_identity(opts: dict[str, Any], own: Identity) -> Identity:
         return own
     from runtime.crypt.identity import key_paths
     from runtime.master.store import pg_cluster
-    from runtime.private_files import write_private
+    from runtime.private_files import ensure_private_dir, write_private
 
     db = _pg_database(opts)
     try:
         identity, _created = pg_cluster.join(db, name, own)
     finally:
         db.close()
+    ensure_private_dir(opts["pki_dir"])
     write_private(key_paths(opts["pki_dir"], "cluster")[1], identity.public_pem())
     return identity
 
