@@ -90,6 +90,7 @@ def test_concurrent_writers_of_many_minions(opts: dict[str, Any], tmp_path: Path
         finally:
             data.close()
 
+    factory.check_store(opts)            # what the master does before it forks its workers
     assert sum(in_processes(report, 4)) == 100
     data = factory.open_data_cache(opts)
     grains = data.all("grains")
