@@ -252,7 +252,7 @@ OPTIONS: dict[str, Option] = {
                          "them), and jobs, returns and events published on any of them reach all (docs/operations.md "
                          "\"A cluster of masters\"). Unset: masters sharing the database still share keys, jobs, "
                          "events and revocations, but each signs with its own key.",
-                         salt="Salt 3007's cluster_id; no cluster_pki_dir or shared filesystem is needed"),
+                         salt="as Salt 3007's cluster_id, but no cluster_pki_dir or shared filesystem is needed"),
     "master_store_dsn": Option(None, "str", "master",
                                "With master_store: postgres, the database: a libpq connection string or URI "
                                "(`postgresql://saltpan@db.example.com/saltpan`, `host=... dbname=...`); a password "
