@@ -20,7 +20,16 @@ from runtime.crypt.publish import PublicationReceiver
 from runtime.master.cluster import Relay, shared_tag
 from runtime.master.store import factory
 from runtime.master.store.errors import StoreError
-from tests.stores.conftest import other_master
+from tests.pgserver import Postgres
+from tests.stores.conftest import _empty, other_master
+
+
+@pytest.fixture
+def pg_opts(postgres: Postgres, store_database: str, tmp_path: Path) -> dict[str, Any]:
+    """A master on the contract tests' PostgreSQL database (what only PostgreSQL has: the cluster)."""
+    _empty(postgres, store_database)
+    return {"pki_dir": str(tmp_path / "pki"), "cachedir": str(tmp_path / "cache"), "sock_dir": str(tmp_path / "sock"),
+            "id": "master-a", "master_store": "postgres", "master_store_dsn": postgres.dsn(store_database)}
 
 
 def test_publications_and_events_reach_the_other_masters(opts: dict[str, Any], tmp_path: Path) -> None:
@@ -60,9 +69,8 @@ def test_cluster_id_needs_postgres(tmp_path: Path) -> None:
         factory.cluster_identity({"cluster_id": "c1", "pki_dir": str(tmp_path)}, Identity.generate())
 
 
-def test_the_first_master_s_key_becomes_the_cluster_key(opts: dict[str, Any], tmp_path: Path) -> None:
-    if opts.get("master_store", "sqlite") != "postgres":
-        pytest.skip("optional: the cluster key lives in PostgreSQL only")
+def test_the_first_master_s_key_becomes_the_cluster_key(pg_opts: dict[str, Any], tmp_path: Path) -> None:
+    opts = pg_opts
     first, second = Identity.generate(), Identity.generate()
     a = {**opts, "cluster_id": "c1"}
     b = {**other_master(opts, tmp_path), "cluster_id": "c1", "pki_dir": str(tmp_path / "pki-b")}
@@ -87,12 +95,11 @@ def test_the_first_master_s_key_becomes_the_cluster_key(opts: dict[str, Any], tm
     assert [m[0] for m in factory.cluster_masters(a)] == ["master-a"]
 
 
-def test_the_relay_acts_on_another_master_s_changes(opts: dict[str, Any], tmp_path: Path) -> None:
+def test_the_relay_acts_on_another_master_s_changes(pg_opts: dict[str, Any], tmp_path: Path) -> None:
     """Master b's relay: a job published on a reaches b's Publisher sealed with b's publish key;
     a revocation recorded on a drops b's sessions; a's events are fired on b's bus, b's own
     events go to the shared log, and what the relay fired is not copied back."""
-    if opts.get("master_store", "sqlite") != "postgres":
-        pytest.skip("optional: a relay runs only on a shared store (postgres)")
+    opts = pg_opts
     b_opts = other_master(opts, tmp_path)
     a_stores, b_stores = factory.open_master_stores(opts), factory.open_master_stores(b_opts)
     ctx = zmq.Context()
