@@ -52,6 +52,8 @@ log = logging.getLogger("saltpan.master.cluster")
 MAX_BUFFERED = 10_000           # events kept while the database is away
 PUBLISH_MAX_AGE_S = 60.0        # a publication older than this is not sent late
 EVENTS_KEEP_S = 600.0           # shared events are pruned after this
+GAP_WAIT_S = 10.0               # a sequence number not committed after this never will be
+READ_LIMIT = 5000               # rows read per pass
 LOCAL_ONLY_TAGS = ("salt/presence/present",)    # each master's own view, fired by each
 
 
@@ -93,6 +95,42 @@ class _Echoes:
             return True
 
 
+class SeqCursor:
+    """Where a reader of a log numbered by a sequence stands, without skipping a row that commits
+    after a higher-numbered one (two masters inserting at once: seq 7 may commit after seq 8).
+
+    ``low``: every row up to it was handled; rows above it that were handled are remembered, so a
+    read from ``low`` hands each row out once.  A gap (a number not seen yet) holds ``low`` for up
+    to ``GAP_WAIT_S`` — rows above it are still handed out at once — then is given up (a rolled
+    back insert leaves a number that never commits)."""
+
+    def __init__(self, low: int):
+        self.low = low
+        self.handled: set[int] = set()
+        self.gap_since: float | None = None
+
+    def take(self, seq: int) -> bool:
+        """True the first time ``seq`` is read."""
+        if seq <= self.low or seq in self.handled:
+            return False
+        self.handled.add(seq)
+        return True
+
+    def advance(self, now: float) -> None:
+        while self.low + 1 in self.handled:
+            self.low += 1
+            self.handled.discard(self.low)
+        if not self.handled:
+            self.gap_since = None
+            return
+        if self.gap_since is None:
+            self.gap_since = now
+        elif now - self.gap_since >= GAP_WAIT_S:
+            self.low = min(self.handled) - 1
+            self.gap_since = None
+            self.advance(now)
+
+
 class Relay:
     """The relay's work, one step at a time (the process loop is :func:`run`)."""
 
@@ -109,31 +147,26 @@ class Relay:
         self.outbox: deque[tuple[str, bytes]] = deque()
         self.outbox_lock = threading.Lock()
         self.dropped = 0
-        self.change_seq = changes.latest()
-        self.event_seq = changes.latest_event()
+        self.changes_cursor = SeqCursor(changes.latest())
+        self.events_cursor = SeqCursor(changes.latest_event())
 
     # ------------------------------------------------------------ from the other masters
     def catch_up(self) -> int:
         """Act on the changes and fire the events recorded since the last call; how many."""
+        now = time.monotonic()
         done = 0
-        while True:
-            batch = self.changes.since(self.change_seq)
-            for change in batch:
+        for change in self.changes.since(self.changes_cursor.low, READ_LIMIT):
+            if self.changes_cursor.take(change.seq):
                 if change.master_id != self.me:
                     self.apply(change)
-                self.change_seq = change.seq
-            done += len(batch)
-            if len(batch) < 1000:
-                break
-        while True:
-            events = self.changes.events_since(self.event_seq)
-            for event in events:
+                done += 1
+        self.changes_cursor.advance(now)
+        for event in self.changes.events_since(self.events_cursor.low, READ_LIMIT):
+            if self.events_cursor.take(event.seq):
                 if event.master_id != self.me:
                     self.fire(event)
-                self.event_seq = event.seq
-            done += len(events)
-            if len(events) < 1000:
-                break
+                done += 1
+        self.events_cursor.advance(now)
         return done
 
     def apply(self, change: Change) -> None:

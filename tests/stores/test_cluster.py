@@ -146,3 +146,22 @@ def test_the_relay_acts_on_another_master_s_changes(pg_opts: dict[str, Any], tmp
         ctx.term()
         a_stores.close()
         b_stores.close()
+
+
+def test_a_row_committed_after_a_higher_numbered_one_is_not_skipped() -> None:
+    """Two masters insert at once: seq 12 commits before seq 11.  The reader hands out 12 at once,
+    then 11 when it appears, each once; a number that never commits is given up after GAP_WAIT_S."""
+    from runtime.master.cluster import GAP_WAIT_S, SeqCursor
+
+    cursor = SeqCursor(10)
+    assert [seq for seq in (12,) if cursor.take(seq)] == [12]          # 11 not committed yet
+    cursor.advance(0.0)
+    assert cursor.low == 10
+    assert [seq for seq in (11, 12) if cursor.take(seq)] == [11]       # read again from 10: 12 not twice
+    cursor.advance(1.0)
+    assert cursor.low == 12 and cursor.handled == set()
+    assert cursor.take(14) and not cursor.take(14)                      # 13 rolled back: never commits
+    cursor.advance(2.0)
+    assert cursor.low == 12
+    cursor.advance(2.0 + GAP_WAIT_S)
+    assert cursor.low == 14 and not cursor.take(13)
