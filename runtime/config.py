@@ -46,7 +46,8 @@ SALTPAN_ONLY = "saltpan's own key"
 # One table of defaults. Paths here are relative to root_dir unless absolute.
 OPTIONS: dict[str, Option] = {
     # identity and grains
-    "id": Option(None, "str", "minion", "Minion id. Defaults to the host name (the FQDN).",
+    "id": Option(None, "str", "both", "Minion id. Defaults to the host name (the FQDN). On a master: its id among "
+                 "the masters sharing a master_store (default `<FQDN>_master`, as Salt).",
                  salt="unset is null (Salt's default '' means the same)"),
     "grains": Option({}, "dict", "minion", "Static grains merged over the core grains."),
     "grains_file": Option(None, "path", "minion", "A YAML file of extra grains (default: `grains` beside the config file, as Salt's /etc/salt/grains).",
@@ -252,6 +253,35 @@ OPTIONS: dict[str, Option] = {
                               salt="on by default (Salt: false); saltpan derives presence from heartbeats"),
     "max_pending_keys": Option(1000, "int", "master", "Largest number of pending keys (key-store flooding).",
                                salt=SALTPAN_ONLY),
+    # where the master keeps what outlives it (docs/operations.md "Choosing the master store")
+    "master_store": Option("sqlite", "str", "master",
+                           "Where the master keeps keys, jobs, minion data and shared session state: sqlite (keys "
+                           "as files under pki_dir, the rest in SQLite under cachedir; one master) or postgres "
+                           "(one PostgreSQL database that several masters can share; needs master_store_dsn and "
+                           "`pip install 'saltpan[postgres]'`). Run `saltpan master --init-store` after changing it.",
+                           salt=SALTPAN_ONLY),
+    "cluster_id": Option(None, "str", "master",
+                         "With master_store: postgres, the name of the cluster the masters sharing the database "
+                         "form: they sign with one cluster key kept in the database (minions may move between "
+                         "them), and jobs, returns and events published on any of them reach all (docs/operations.md "
+                         "\"A cluster of masters\"). Unset: masters sharing the database still share keys, jobs, "
+                         "events and revocations, but each signs with its own key.",
+                         salt="as Salt 3007's cluster_id, but no cluster_pki_dir or shared filesystem is needed"),
+    "master_store_dsn": Option(None, "str", "master",
+                               "With master_store: postgres, the database: a libpq connection string or URI "
+                               "(`postgresql://saltpan@db.example.com/saltpan`, `host=... dbname=...`); a password "
+                               "may come from ~/.pgpass or PGPASSWORD instead.", salt=SALTPAN_ONLY),
+    "master_store_pool_size": Option(2, "int", "master",
+                                     "With master_store: postgres, connections each master process keeps open at "
+                                     "most (a master runs worker_threads + 1 processes that use them).",
+                                     salt=SALTPAN_ONLY),
+    "master_store_connect_timeout": Option(5.0, "num", "master",
+                                           "With master_store: postgres, seconds to wait for a connection before a "
+                                           "request is refused `store_unavailable`.", unit="s", salt=SALTPAN_ONLY),
+    "master_store_statement_timeout": Option(10.0, "num", "master",
+                                             "With master_store: postgres, seconds one statement may run (or wait "
+                                             "for a lock) before it is cancelled and the request refused "
+                                             "`store_unavailable`; 0 for no limit.", unit="s", salt=SALTPAN_ONLY),
     "max_minion_data_size": Option(1024 * 1024, "int", "master",
                                    "saltpan: largest entry of the minion data cache, bytes of JSON: grains (and "
                                    "other data) a minion uploads beyond it are refused `too_large`, the previous "
@@ -380,12 +410,12 @@ def optional_option(opts: Mapping[str, Any], key: str, kind: type[OptionType]) -
 INSTEAD: dict[str, str] = {
     "transport": "saltpan always talks ZeroMQ with its own authenticated framing (docs/protocol.md)",
     "hash_type": "saltpan's file server always hashes with sha256",
-    "master_job_cache": "jobs are kept in saltpan's SQLite job cache under cachedir (keep_jobs_seconds)",
-    "job_cache": "jobs are kept in saltpan's SQLite job cache under cachedir (keep_jobs_seconds)",
-    "ext_job_cache": "jobs are kept in saltpan's SQLite job cache under cachedir; there are no returners",
+    "master_job_cache": "jobs are kept in saltpan's job cache (master_store: SQLite or PostgreSQL; keep_jobs_seconds)",
+    "job_cache": "jobs are kept in saltpan's job cache (master_store: SQLite or PostgreSQL; keep_jobs_seconds)",
+    "ext_job_cache": "jobs are kept in saltpan's job cache (master_store); there are no returners",
     "event_return": "events stay on saltpan's event bus; there are no returners",
     "return": "returns go to the master only; there are no returners",
-    "cache": "the minion data cache is saltpan's SQLite database under cachedir",
+    "cache": "the minion data cache is in saltpan's master_store (SQLite under cachedir, or PostgreSQL)",
     "minion_data_cache": "saltpan always keeps the minion data cache (grains, last pillar) for targeting",
     "schedule": "saltpan has no scheduler: run `saltpan run` from cron or a systemd timer",
     "beacons": "saltpan runs no beacons",

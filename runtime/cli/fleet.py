@@ -82,7 +82,7 @@ def load_fleet(args: argparse.Namespace, opts: Mapping[str, Any]) -> tuple[dict[
         if opts.get("fleet_file") and os.path.exists(opts["fleet_file"]):
             return fleet_mod.load_fleet(opts["fleet_file"]), opts["fleet_file"]
         master_opts = compile_config(args.config, "master")
-        return fleet_mod.load_cache_fleet(master_opts["cachedir"]), "the master's minion data cache"
+        return fleet_mod.load_cache_fleet(master_opts), "the master's minion data cache"
     except fleet_mod.FleetError as exc:
         raise UsageError(str(exc)) from None
 

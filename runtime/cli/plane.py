@@ -6,7 +6,7 @@ import argparse
 import json
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runtime.cli.options import (
     OUTPUTS,
@@ -20,6 +20,9 @@ from runtime.cli.options import (
     positive_number,
 )
 from runtime.config import ConfigError, option
+
+if TYPE_CHECKING:
+    from runtime.master.keys import KeyStore
 
 
 def _opts(args: argparse.Namespace, role: str) -> dict[str, Any]:
@@ -36,9 +39,82 @@ def master(args: argparse.Namespace) -> int:
         opts = _opts(args, "master")
     except ConfigError as exc:
         return _fail("master", exc)
+    if args.init_store:
+        return init_store(opts)
+    if args.rotate_cluster_key:
+        return rotate_cluster_key(opts)
+    if args.status:
+        return master_status(opts, args.out == "json")
     from runtime.master import daemon
 
     return daemon.run(opts)
+
+
+def init_store(opts: dict[str, Any]) -> int:
+    """``saltpan master --init-store``: create or migrate the master store, then exit."""
+    from runtime.master.store import factory
+    from runtime.master.store.errors import StoreError
+
+    try:
+        for line in factory.init_store(opts):
+            print(line)
+    except (StoreError, ConfigError, OSError) as exc:
+        return _fail("master --init-store", exc)
+    return 0
+
+
+def rotate_cluster_key(opts: dict[str, Any]) -> int:
+    """``saltpan master --rotate-cluster-key``: a new signing key for the cluster, then exit."""
+    from runtime.master.store import factory
+    from runtime.master.store.errors import StoreError
+
+    try:
+        for line in factory.rotate_cluster_key(opts):
+            print(line)
+    except (StoreError, ConfigError, OSError) as exc:
+        return _fail("master --rotate-cluster-key", exc)
+    return 0
+
+
+def master_status(opts: dict[str, Any], as_json: bool) -> int:
+    """``saltpan master --status``: the masters sharing the store and the minions each holds."""
+    import json
+    import time
+
+    from runtime.master.store import factory
+    from runtime.master.store.errors import StoreError
+
+    try:
+        masters = factory.cluster_masters(opts)
+        sessions = factory.existing_session_store(opts)
+        holders = sessions.holders() if sessions is not None else {}
+        if sessions is not None:
+            sessions.close()
+    except (StoreError, ConfigError, OSError) as exc:
+        return _fail("master --status", exc)
+    me = factory.master_id(opts)
+    now = time.time() * 1000
+    window = 3 * max(0.2, option(opts, "heartbeat_period", float)) * 1000
+    table: dict[str, dict[str, Any]] = {}
+    for master_id, started, seen in masters or [(me, 0, int(now))]:
+        table[master_id] = {"up": now - seen <= max(window, 30_000), "started": started / 1000 if started else None,
+                            "seen": seen / 1000, "minions": []}
+    for minion_id, (master_id, _seen) in sorted(holders.items()):
+        table.setdefault(master_id, {"up": None, "started": None, "seen": None, "minions": []})["minions"].append(
+            minion_id)
+    if as_json:
+        print(json.dumps({"cluster_id": factory.cluster_id(opts), "master_id": me, "masters": table}, indent=2,
+                         sort_keys=True))
+        return 0
+    name = factory.cluster_id(opts)
+    print(f"cluster {name}" if name else f"store: {factory.describe(opts)}")
+    for master_id, row in sorted(table.items()):
+        state = {True: "up", False: "down", None: "?"}[row["up"]]
+        mark = " (this master)" if master_id == me else ""
+        print(f"{master_id}{mark}: {state}, {len(row['minions'])} minion(s)")
+        for minion_id in row["minions"]:
+            print(f"    {minion_id}")
+    return 0
 
 
 def minion(args: argparse.Namespace) -> int:
@@ -112,15 +188,24 @@ def _local_finger(pki_dir: str, match: str) -> dict[str, str]:
 
 def key(args: argparse.Namespace) -> int:
     from runtime.cli.master_access import require_master
-    from runtime.master.keys import FileKeyStore
+    from runtime.master.store import factory
+    from runtime.master.store.errors import StoreError
 
     try:
         opts = _opts(args, "master")
-    except ConfigError as exc:
+        require_master(opts)
+        store = factory.open_key_store(opts)
+    except (ConfigError, StoreError) as exc:
         return _fail("key", exc)
-    require_master(opts)
-    store = FileKeyStore(opts["pki_dir"], max_pending=option(opts, "max_pending_keys", int))
+    try:
+        return _key(args, opts, store)
+    except StoreError as exc:
+        return _fail("key", exc)
+    finally:
+        store.close()
 
+
+def _key(args: argparse.Namespace, opts: dict[str, Any], store: KeyStore) -> int:
     def show(data: dict[str, Any]) -> None:
         if args.out == "json":
             print(json.dumps(data, indent=4))
@@ -262,12 +347,18 @@ def job_instance(jid: str, job: dict[str, Any]) -> dict[str, Any]:
 
 
 def jobs(args: argparse.Namespace) -> int:
-    from runtime.cli.master_access import require_master
+    from runtime.master.store.errors import StoreError
 
     try:
         opts = _opts(args, "master")
-    except ConfigError as exc:
+        return _jobs(args, opts)
+    except (ConfigError, StoreError) as exc:
         return _fail("jobs", exc)
+
+
+def _jobs(args: argparse.Namespace, opts: dict[str, Any]) -> int:
+    from runtime.master.store import factory
+
     if args.action == "active":
         return _active_jobs(args, opts)
     if args.action == "lookup" and not args.jid:
@@ -275,10 +366,10 @@ def jobs(args: argparse.Namespace) -> int:
     if args.action == "list" and args.jid:
         return _fail("jobs", ValueError(f"list takes no JID (got {args.jid!r}): did you mean 'saltpan jobs lookup "
                                         f"{args.jid}'?"))
-    require_master(opts)
-    from runtime.master.jobcache import SQLiteJobCache
+    from runtime.cli.master_access import require_master
 
-    cache = SQLiteJobCache(opts["cachedir"])
+    require_master(opts)
+    cache = factory.open_job_cache(opts)
     try:
         if args.action == "list":
             data = {j["jid"]: job_instance(j["jid"], j) for j in cache.list_jobs(int(args.limit))}
@@ -326,7 +417,7 @@ def _lookup_output(args: argparse.Namespace, opts: dict[str, Any], job: dict[str
 def _active_jobs(args: argparse.Namespace, opts: dict[str, Any]) -> int:
     """The jobs minions run now (salt-run jobs.active), leaving out this query's own job."""
     from runtime.cli.master_access import client_for
-    from runtime.master.jobcache import SQLiteJobCache
+    from runtime.master.store import factory
 
     result = client_for(opts).cmd("*", "saltutil.running", timeout=float(args.timeout))
     active: dict[str, Any] = {}
@@ -338,7 +429,7 @@ def _active_jobs(args: argparse.Namespace, opts: dict[str, Any]) -> int:
                                                        "Returned": []})
                 entry["Running"].append({minion_id: job.get("pid")})
     if active:
-        cache = SQLiteJobCache(opts["cachedir"])
+        cache = factory.open_job_cache(opts)
         try:
             for jid, entry in active.items():
                 entry["Returned"] = sorted(cache.returns(jid))
@@ -353,15 +444,20 @@ def _active_jobs(args: argparse.Namespace, opts: dict[str, Any]) -> int:
 
 def minions(args: argparse.Namespace) -> int:
     from runtime.cli.master_access import require_master
-    from runtime.master.keys import FileKeyStore
     from runtime.master.maintenance import read_presence
+    from runtime.master.store import factory
+    from runtime.master.store.errors import StoreError
 
     try:
         opts = _opts(args, "master")
-    except ConfigError as exc:
+        require_master(opts)
+        store = factory.open_key_store(opts)
+        try:
+            keys = store.list_keys()
+        finally:
+            store.close()
+    except (ConfigError, StoreError) as exc:
         return _fail("minions", exc)
-    require_master(opts)
-    keys = FileKeyStore(opts["pki_dir"]).list_keys()
     accepted = keys.get("minions", [])
     if not args.status:
         data: Any = accepted
@@ -409,6 +505,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = daemon("master", "run the master daemon (foreground)",
                "Run the master in the foreground: the request server, the publisher and the event bus "
                "(docs/operations.md runs it as a service).  It stops on SIGTERM or Ctrl-C.")
+    p.add_argument("--init-store", dest="init_store", action="store_true",
+                   help="create or migrate the master store (master_store: sqlite or postgres) and exit")
+    p.add_argument("--rotate-cluster-key", dest="rotate_cluster_key", action="store_true",
+                   help="give the cluster (cluster_id) a new signing key and exit (docs/operations.md)")
+    p.add_argument("--status", action="store_true",
+                   help="list the masters sharing the store and the minions each holds, then exit")
+    add_out(p, ("json",), help="with --status: json")
     p.set_defaults(func=master)
 
     p = daemon("minion", "run the minion daemon (foreground)",

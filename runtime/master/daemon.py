@@ -6,6 +6,8 @@
   per-class queues served in priority order)
 * MWorkers (worker_threads): one request at a time from workers.ipc (runtime.master.worker)
 * Maintenance: presence events, publish key rotation, job cache pruning
+* ClusterRelay (master_store: postgres): jobs, revocations and events to and from the other
+  masters sharing the store (runtime.master.cluster)
 * GitfsUpdate (with gitfs or a git ext_pillar): fetches each git remote on its update interval
 
 Each child is restarted when it dies.  SIGTERM stops them all and removes the
@@ -33,7 +35,6 @@ from runtime.crypt.identity import Identity, load_or_create_identity
 from runtime.events import EVENT_PUB, EVENT_PULL
 from runtime.log_setup import setup_daemon
 from runtime.master import worker as worker_mod
-from runtime.master.sessions import SQLiteSessionStore
 from runtime.private_files import ensure_private_dir
 from runtime.ratelog import RateLimitedLog
 from runtime.transport_conns import ConnectionLimits
@@ -171,6 +172,13 @@ def maintenance_main(opts: dict[str, Any]) -> None:
     maintenance.run(opts, stop)
 
 
+def cluster_relay_main(opts: dict[str, Any], identity: Identity) -> None:
+    from runtime.master import cluster
+
+    stop = _child_setup(opts, "ClusterRelay")
+    cluster.run(opts, identity, stop)
+
+
 def gitfs_update_main(opts: dict[str, Any]) -> None:
     from runtime.master import gitfs_updater
 
@@ -240,7 +248,9 @@ class ProcessManager:
 
 
 def prepare(opts: dict[str, Any]) -> Identity:
-    """Directories, the master key pair, client keys, and a fresh session store."""
+    """Directories, the master key pair, client keys, the master store checked (reachable, schema
+    current), the cluster key (with cluster_id) and this master's sessions reset; the key the master
+    signs with."""
     for name in (EVENT_PULL, EVENT_PUB, worker_mod.WORKERS_IPC, worker_mod.PUBLISH_PULL):
         transport.ipc_path(opts["sock_dir"], name)  # raises AddressError when sock_dir is too long
     for key in ("pki_dir", "cachedir", "sock_dir"):
@@ -251,9 +261,19 @@ def prepare(opts: dict[str, Any]) -> Identity:
     load_or_create_client_key(client_key_path(opts["cachedir"], _user()))
     for user in option(opts, "publisher_acl", dict):
         _client_key_for(opts["cachedir"], str(user))
-    store = SQLiteSessionStore.in_sock_dir(opts["sock_dir"])
-    store.reset()
-    store.close()
+    from runtime.master.store import factory
+
+    factory.check_store(opts)
+    cluster_key = factory.cluster_identity(opts, identity)
+    if cluster_key is not identity:
+        log.warning("cluster %s: signing with the cluster key %s (pki_dir/cluster.pub)", factory.cluster_id(opts),
+                    cluster_key.fingerprint)
+        identity = cluster_key
+    store = factory.open_session_store(opts)
+    try:
+        store.reset()
+    finally:
+        store.close()   # before the children are forked: they open their own connections
     return identity
 
 
@@ -310,9 +330,11 @@ def run(opts: dict[str, Any]) -> int:
     """Run the master until SIGTERM/SIGINT; 0 after a clean stop, 2 when it cannot start."""
 
     from runtime import pidfile, sdnotify
+    from runtime.config import ConfigError
     from runtime.crypt.errors import KeyFileError
     from runtime.gitfs.remotes import GitConfigError
     from runtime.log_setup import LogFileError, cannot_start, setup_daemon
+    from runtime.master.store.errors import StoreError
     from runtime.transport import TransportError
 
     stop = threading.Event()
@@ -328,7 +350,7 @@ def run(opts: dict[str, Any]) -> int:
         return cannot_start("master", exc, log)
     try:
         identity = prepare(opts)
-    except (OSError, KeyFileError) as exc:
+    except (OSError, KeyFileError, StoreError, ConfigError) as exc:
         pidfile.release(opts.get("pidfile"))
         return cannot_start("master", exc, log)
     manager = ProcessManager()
@@ -338,6 +360,10 @@ def run(opts: dict[str, Any]) -> int:
         manager.add(f"MWorker-{index}", worker_main, opts, identity, index)
     manager.add("ReqServer", req_server_main, opts)
     manager.add("Maintenance", maintenance_main, opts)
+    from runtime.master.store import factory
+
+    if factory.is_shared(opts):
+        manager.add("ClusterRelay", cluster_relay_main, opts, identity)
     if remotes:
         manager.add("GitfsUpdate", gitfs_update_main, opts)
     manager.start_all()

@@ -29,6 +29,7 @@ from runtime.crypt.identity import Identity
 from runtime.master.datacache import DataTooLarge
 from runtime.master.fileserver import FileServerError
 from runtime.master.handlers import HANDLER_CLASSES, Handler, Refused, WorkerContext, handler_table
+from runtime.master.store.errors import StoreError
 from runtime.transport_flows import encode_meta
 
 log = logging.getLogger("saltpan.master.worker")
@@ -85,7 +86,7 @@ class Worker:
                 self.refusals.warning(f"clear:{cmd}:{exc.reason}", "refused %s from %s (%s): %s", cmd, peer,
                                       exc.reason, exc.message)
             return _clear(codec.error_load(exc.reason, exc.message))
-        except Refused as exc:
+        except (Refused, StoreError) as exc:
             self.refusals.warning(f"clear:{cmd}:{exc.reason}", "refused %s from %s (%s): %s", cmd, peer, exc.reason,
                                   exc.message)
             return _clear(codec.error_load(exc.reason, exc.message))
@@ -128,7 +129,7 @@ class Worker:
                 self.refusals.warning(f"aes:{cmd}:{exc.reason}", "refused %s from minion %s (%s): %s", cmd,
                                       minion_id, exc.reason, exc.message)
             reply = codec.error_load(exc.reason, exc.message)
-        except (Refused, FileServerError, DataTooLarge) as exc:
+        except (Refused, FileServerError, DataTooLarge, StoreError) as exc:
             self.refusals.warning(f"aes:{cmd}:{exc.reason}", "refused %s from minion %s (%s): %s", cmd, minion_id,
                                   exc.reason, exc.message)
             reply = codec.error_load(exc.reason, exc.message)

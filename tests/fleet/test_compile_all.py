@@ -90,7 +90,7 @@ def test_failed_minions_are_summarised_with_file_and_line(fleet_repo: Path, caps
 
 def test_default_fleet_is_the_masters_grains_cache(tmp_path: Path, capsys) -> None:
     from runtime.cli.main import main
-    from runtime.master.datacache import SQLiteDataCache
+    from runtime.master.store.sqlite_data import SQLiteDataCache
     from tests.fleet.fixture import make_repo
 
     make_repo(tmp_path)

@@ -354,7 +354,7 @@ def publish(lab: Lab, tgt: Any, fun: str, arg: list | None = None, tgt_type: str
 
 
 def wait_return(lab: Lab, jid: str, minion_id: str, timeout: float = 15) -> Any:
-    from runtime.master.jobcache import SQLiteJobCache
+    from runtime.master.store.sqlite_jobs import SQLiteJobCache
 
     def got() -> Any:
         cache = SQLiteJobCache(lab.opts["cachedir"])

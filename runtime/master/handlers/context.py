@@ -16,10 +16,13 @@ from runtime.crypt.channel import ServerChannel
 from runtime.crypt.identity import Identity
 from runtime.events import EventPusher
 from runtime.master.auth import AuthService, AuthSettings
-from runtime.master.datacache import SQLiteDataCache
-from runtime.master.jobcache import SQLiteJobCache
-from runtime.master.keys import FileKeyStore
-from runtime.master.sessions import SQLiteSessionStore
+from runtime.master.changes import ChangeLog
+from runtime.master.datacache import DataCache
+from runtime.master.jobcache import JobCache
+from runtime.master.keys import KeyStore
+from runtime.master.sessions import SessionStore
+from runtime.master.spool import ReturnSpool
+from runtime.master.store.factory import MasterStores, master_id, open_master_stores
 from runtime.ratelog import RateLimitedLog
 
 log = logging.getLogger("saltpan.master.worker")
@@ -40,33 +43,35 @@ class WorkerContext:
 
     opts: dict[str, Any]
     identity: Identity
-    keys: FileKeyStore
-    sessions: SQLiteSessionStore
+    keys: KeyStore
+    sessions: SessionStore
     auth: AuthService
     channel: ServerChannel
-    jobs: SQLiteJobCache
-    data: SQLiteDataCache
+    jobs: JobCache
+    data: DataCache
+    changes: ChangeLog
+    spool: ReturnSpool
     events: EventPusher
     publish_sock: zmq.Socket
     refusals: RateLimitedLog
     master_user: str = field(default_factory=lambda: current_user())
+    master_id: str = ""      # this master among those sharing the store (runtime.master.store.factory.master_id)
 
     @classmethod
     def open(cls, opts: dict[str, Any], identity: Identity, ctx: zmq.Context, publish_address: str
              ) -> WorkerContext:
-        keys = FileKeyStore(opts["pki_dir"], max_pending=option(opts, "max_pending_keys", int))
-        sessions = SQLiteSessionStore.in_sock_dir(opts["sock_dir"])
-        auth = AuthService(identity, keys, sessions, AuthSettings(
+        stores = open_master_stores(opts)
+        auth = AuthService(identity, stores.keys, stores.sessions, AuthSettings(
             auto_accept=option(opts, "auto_accept", bool), heartbeat_s=option(opts, "heartbeat_period", float)))
         publish_sock = transport.make_socket(ctx, zmq.PUSH)
         publish_sock.connect(publish_address)
-        return cls(opts=opts, identity=identity, keys=keys, sessions=sessions, auth=auth,
-                   channel=ServerChannel(sessions), jobs=SQLiteJobCache(opts["cachedir"]),
-                   data=SQLiteDataCache(opts["cachedir"], still_known=lambda m: bool(sessions.minion_sessions(m)),
-                                        max_size=option(opts, "max_minion_data_size", int)),
+        return cls(opts=opts, identity=identity, keys=stores.keys, sessions=stores.sessions, auth=auth,
+                   channel=ServerChannel(stores.sessions), jobs=stores.jobs, data=stores.data, changes=stores.changes,
+                   spool=stores.spool,
                    events=EventPusher(ctx, opts["sock_dir"]),
                    publish_sock=publish_sock,
-                   refusals=RateLimitedLog(log, option(opts, "refusal_log_interval", float)))
+                   refusals=RateLimitedLog(log, option(opts, "refusal_log_interval", float)),
+                   master_id=master_id(opts))
 
     def client_user(self, proof: protocol.ClientProof, body: bytes) -> str:
         """The local user whose client key made ``proof`` over ``body`` (each proof is accepted once);
@@ -86,11 +91,11 @@ class WorkerContext:
         return verified_user
 
     def close(self) -> None:
-        for closer in (self.jobs.close, self.data.close, self.sessions.close, self.events.close):
-            try:
-                closer()
-            except Exception:  # noqa: BLE001 - closing what is left after a failure
-                pass
+        MasterStores(self.keys, self.sessions, self.jobs, self.data, self.changes, self.spool).close()
+        try:
+            self.events.close()
+        except Exception:  # noqa: BLE001 - closing what is left after a failure
+            pass
         self.publish_sock.close(linger=0)
 
 

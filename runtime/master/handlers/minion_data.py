@@ -12,6 +12,7 @@ from runtime import protocol
 from runtime.config import option, optional_option
 from runtime.master import mine
 from runtime.master.handlers.context import Refused, WorkerContext
+from runtime.master.store.errors import StoreUnavailable
 
 if TYPE_CHECKING:
     from runtime.master.pillar_service import PillarService
@@ -48,7 +49,11 @@ class MinionDataHandlers:
                                       ", ".join(request.ignored), minion_id)
         grains = request.grains
         if grains is not None:
-            self._store_grains(minion_id, grains)
+            try:
+                self._store_grains(minion_id, grains)
+            except StoreUnavailable as exc:   # the pillar is compiled from the grains sent all the same
+                self.ctx.refusals.warning("aes:_pillar:store_unavailable", "grains of minion %s not cached: %s",
+                                          minion_id, exc.message)
         else:
             grains = self.ctx.data.fetch(minion_id, "grains") or {}
         if self._pillar is None:
