@@ -11,6 +11,7 @@ and one is sent when the Publisher starts.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import time
 from collections.abc import Callable
@@ -100,7 +101,7 @@ class Announcer:
         subscription or a publication arrives)."""
         if not self.due:
             return None
-        return max(0, int((self.last_sent + MIN_GAP_S - self.clock()) * 1000))
+        return max(0, math.ceil((self.last_sent + MIN_GAP_S - self.clock()) * 1000))
 
     def take(self) -> bytes | None:
         """The announcement to send now, or None (none due, or one was sent less than MIN_GAP_S ago)."""
