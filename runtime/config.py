@@ -234,7 +234,7 @@ OPTIONS: dict[str, Option] = {
     "publish_session": Option(86400, "int", "master", "Seconds between periodic publish key rotations.", unit="s"),
     "reauth_rate": Option(0.0, "num", "master",
                           "Hellos a second this master announces it admits after a restart; minions spread their "
-                          "re-authentication over (accepted keys / this rate) seconds. 0 = 400 per core the "
+                          "re-authentication over a window of accepted keys / this rate. 0 = 400 per core the "
                           "workers can use (at most worker_threads), at most clear_rate_global.",
                           unit="per second", salt=SALTPAN_ONLY),
     "heartbeat_period": Option(5.0, "num", "master", "Seconds between minion heartbeats (told to minions at auth).",

@@ -52,7 +52,7 @@ class Master:
 
 def parse_master(entry: object, opts: Mapping[str, Any]) -> Master:
     """``host`` or ``host:port`` (an IPv4 address or a name), or ConfigError naming the entry."""
-    where = opts.get("conf_file", "config")
+    where = opts.get("conf_file") or "config"
     if not isinstance(entry, str) or not entry.strip():
         raise ConfigError(f"{where}: option 'master': each address must be a non-empty string, got {entry!r}")
     host, port = entry.strip(), option(opts, "master_port", int)
@@ -80,7 +80,7 @@ class MasterList:
 
     @classmethod
     def from_opts(cls, opts: Mapping[str, Any], rng: random.Random | None = None) -> MasterList:
-        where = opts.get("conf_file", "config")
+        where = opts.get("conf_file") or "config"
         kind = option(opts, "master_type", str)
         if kind not in MASTER_TYPES:
             raise ConfigError(f"{where}: option 'master_type' must be one of {', '.join(MASTER_TYPES)}, got "
