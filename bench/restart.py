@@ -8,7 +8,7 @@ every setting at its default (saltpan: 5 workers, heartbeat 5 s, recon_default 1
 Salt 3008.3 from its venv, likewise), keys auto-accepted.  A round: every minion answers, the
 master's whole process group gets SIGKILL, the same master is started again, and the clock runs
 from that restart command.  Meanwhile a CLI ``test.ping`` to ``*`` is launched every
-``--ping-every`` seconds (each with a 2 s timeout, at most 3 at once); the figure is the end of
+``--ping-every`` seconds (each with a 2 s timeout, 10 s for the swarm, at most 3 at once); the figure is the end of
 the first ping that got every minion's True.  "ports open" is when the new master's ret and
 publish ports first accept a connection (its own start-up, which the minions cannot speed up).
 
@@ -39,12 +39,12 @@ SECTION = "Master restart (bench/restart.py)"
 BENCH_FLEET_SALT_20 = 14.2      # ../shared/bench-fleet/README.md: "master restart until all 20 answer again"
 
 
-def ping_argv(cluster: plane.Cluster) -> list[str]:
+def ping_argv(cluster: plane.Cluster, timeout: int) -> list[str]:
     if cluster.kind == "salt":
         return [cluster.salt_bin("salt"), "-c", str(cluster.master_conf.parent), "*", "test.ping", "--out", "json",
-                "--static", "-t", "2"]
+                "--static", "-t", str(timeout)]
     return [cluster.saltpan_bin(), "run", "-c", str(cluster.master_conf), "*", "test.ping", "--out", "json",
-            "--static", "--timeout", "2", "--gather-job-timeout", "1"]
+            "--static", "--timeout", str(timeout), "--gather-job-timeout", "1"]
 
 
 def kill_master(cluster: plane.Cluster) -> None:
@@ -77,7 +77,8 @@ def reauthenticated(cluster: plane.Cluster, ids: list[str], since: float) -> flo
     return max(last[m] for m in ids) - since
 
 
-def restart_round(cluster: plane.Cluster, ids: list[str], ping_every: float, limit: float) -> dict[str, float]:
+def restart_round(cluster: plane.Cluster, ids: list[str], ping_every: float, limit: float,
+                  ping_timeout: int) -> dict[str, float]:
     """SIGKILL the master, start it again; seconds (from the restart) until the ports open and
     until a ping got all ``ids``."""
     kill_master(cluster)
@@ -95,7 +96,7 @@ def restart_round(cluster: plane.Cluster, ids: list[str], ping_every: float, lim
             if ports is None and common.port_open(cluster.ret_port) and common.port_open(cluster.publish_port):
                 ports = now - start
             if ports is not None and now >= next_ping and sum(p.poll() is None for _, p in pings) < 3:
-                pings.append((now, subprocess.Popen(ping_argv(cluster), stdout=subprocess.PIPE,
+                pings.append((now, subprocess.Popen(ping_argv(cluster, ping_timeout), stdout=subprocess.PIPE,
                                                     stderr=subprocess.DEVNULL, text=True, env=common.bench_env())))
                 next_ping = now + ping_every
             for launched, proc in pings:
@@ -110,7 +111,9 @@ def restart_round(cluster: plane.Cluster, ids: list[str], ping_every: float, lim
                     return {"ports": ports or 0.0, "all": done, "ping_sent": launched - start,
                             "auth": -1.0 if auth is None else auth}
             time.sleep(0.02)
-        raise RuntimeError(f"{cluster.kind}: not every minion answered within {limit} s of the restart")
+        print(f"  {cluster.kind}: not every minion answered within {limit} s of the restart", flush=True)
+        auth = reauthenticated(cluster, ids, wall)
+        return {"ports": ports or 0.0, "all": float("inf"), "ping_sent": -1.0, "auth": -1.0 if auth is None else auth}
     finally:
         for _, proc in pings:
             if proc.poll() is None:
@@ -126,7 +129,7 @@ def measure(kind: str, scratch: Path, fleet: common.Fleet, count: int, rounds: i
         cluster.start_master()
         if swarm:
             prefix = "sw-"
-            conf = cluster.minion_conf("swarm", {}, {"log_level": args.log_level})
+            conf = cluster.minion_conf("swarm", {}, {"log_level": "warning"})  # 1,000 minions logging at info slow it
             cluster.start_other("swarm", [cluster.saltpan_bin(), "swarm", "-c", str(conf), "--count", str(count),
                                           "--prefix", prefix])
             ids = [f"{prefix}{index:04d}" for index in range(count)]
@@ -140,7 +143,7 @@ def measure(kind: str, scratch: Path, fleet: common.Fleet, count: int, rounds: i
         out = []
         for index in range(rounds):
             time.sleep(args.settle)
-            got = restart_round(cluster, ids, args.ping_every, args.limit)
+            got = restart_round(cluster, ids, args.ping_every, args.limit, 10 if swarm else 2)
             out.append(got)
             print(f"  round {index + 1}: ports open {got['ports']:.2f} s, all re-authenticated {got['auth']:.2f} s, "
                   f"all {count} answered {got['all']:.2f} s "
@@ -164,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=int, default=20, help="minion processes (default 20)")
     parser.add_argument("--rounds", type=int, default=5, help="restarts of the saltpan master (default 5)")
     parser.add_argument("--swarm", type=int, default=1000, help="swarm minions (default 1000; 0 to skip)")
-    parser.add_argument("--swarm-rounds", type=int, default=3, help="restarts with the swarm (default 3)")
+    parser.add_argument("--swarm-rounds", type=int, default=2, help="restarts with the swarm (default 2)")
     parser.add_argument("--salt-rounds", type=int, default=2,
                         help="restarts of the Salt master (default 2; 0: quote bench-fleet's figure)")
     parser.add_argument("--ping-every", type=float, default=0.5, help="seconds between pings (default 0.5)")

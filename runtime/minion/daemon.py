@@ -273,12 +273,17 @@ class Minion:
         for task in pending:
             task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
-        for task in done:
-            if task.get_name() != "stop" and task.exception() is not None:
-                exc = task.exception()
-                if isinstance(exc, (MasterRestarted, MasterUnreachable, FailBack)):
+        # several tasks may end at once (a restarted master refuses a heartbeat as its announcement
+        # arrives): read every exception, and act on the most telling one
+        failures = [(task.get_name(), task.exception()) for task in done if task.get_name() != "stop"]
+        failures = [(name, exc) for name, exc in failures if exc is not None]
+        for kind in (FailBack, MasterRestarted, MasterUnreachable):
+            for _, exc in failures:
+                if isinstance(exc, kind):
                     raise exc
-                raise SessionError(f"{task.get_name()} failed: {exc}") from exc
+        if failures:
+            name, exc = failures[0]
+            raise SessionError(f"{name} failed: {exc}") from exc
 
     async def failback_loop(self, session: Session, stop: asyncio.Event) -> None:
         """With ``master_failback``: try the first master every master_failback_interval; once it
