@@ -247,6 +247,11 @@ OPTIONS: dict[str, Option] = {
                                                  "pruning).", unit="s"),
     "rotate_aes_key": Option(True, "bool", "master", "Rotate the publish key when a key is deleted or rejected."),
     "publish_session": Option(86400, "int", "master", "Seconds between periodic publish key rotations.", unit="s"),
+    "reauth_rate": Option(0.0, "num", "master",
+                          "Hellos a second this master announces it admits after a restart; minions spread their "
+                          "re-authentication over a window of accepted keys / this rate. 0 = 400 per core the "
+                          "workers can use (at most worker_threads), at most clear_rate_global.",
+                          unit="per second", salt=SALTPAN_ONLY),
     "heartbeat_period": Option(5.0, "num", "master", "Seconds between minion heartbeats (told to minions at auth).",
                                unit="s", salt=SALTPAN_ONLY),
     "presence_events": Option(True, "bool", "master", "Fire salt/presence events.",
@@ -332,6 +337,21 @@ OPTIONS: dict[str, Option] = {
     "master": Option("127.0.0.1", "str_or_list", "minion", "Master address.",
                      salt="loopback until set (Salt's default: the host named salt)"),
     "master_port": Option(4506, "int", "minion", "Master request server port."),
+    "master_type": Option("str", "str", "minion",
+                          "`str`: one master (with a list in `master`, the first address only: saltpan has no hot "
+                          "multi-master). `failover`: `master` is a list tried in order; the minion holds one "
+                          "session at a time and moves to the next master when its master stops answering "
+                          "(docs/failover.md)."),
+    "random_master": Option(False, "bool", "minion",
+                            "With `master_type: failover`, shuffle the master list at start (with "
+                            "`master_failback`, the first master stays first)."),
+    "master_failback": Option(False, "bool", "minion",
+                              "With `master_type: failover`, return to the first master of the list once it "
+                              "answers again."),
+    "master_failback_interval": Option(0, "num", "minion",
+                                       "Seconds between attempts to return to the first master "
+                                       "(0 = master_alive_interval, or 3 heartbeat periods when that is 0 too).",
+                                       unit="s"),
     "master_finger": Option(None, "str", "minion", "Pinned SHA-256 fingerprint of the master's key.",
                             salt="unset is null (Salt's default '' means the same)"),
     "acceptance_wait_time": Option(10.0, "num", "minion", "Seconds between auth retries while the key is pending.",
@@ -346,9 +366,10 @@ OPTIONS: dict[str, Option] = {
                               "Wait a random time below the backoff before reconnecting (spreads the reconnects "
                               "of a fleet after a master restart)."),
     "random_reauth_delay": Option(10.0, "num", "minion", "Largest random delay before re-authenticating.", unit="s"),
-    "master_alive_interval": Option(0.0, "num", "minion",
+    "master_alive_interval": Option(0, "num", "minion",
                                     "Seconds without a heartbeat reply before the master is declared dead "
-                                    "(0 = 3 heartbeat periods).", unit="s"),
+                                    "(0 = 3 heartbeat periods); with `master_type: failover` the minion then "
+                                    "moves to the next master.", unit="s"),
     "multiprocessing": Option(False, "bool", "minion", "Run each job in a process instead of a thread.",
                               salt="false (Salt: true): jobs run in threads unless asked"),
     "return_retry_timer": Option(5, "int", "minion", "Seconds between retries of a return.", unit="s"),
@@ -428,8 +449,6 @@ INSTEAD: dict[str, str] = {
     "jinja_lstrip_blocks": "templates render with Salt's default Jinja settings (no lstrip_blocks)",
     "allow_undefined": "templates always render with StrictUndefined, Salt's default",
     "ipv6": "saltpan binds and connects to the addresses given by interface and master",
-    "master_type": "a minion connects to the first address of `master`; no failover or multi-master",
-    "random_master": "a minion connects to the first address of `master`",
     "open_mode": "a key is accepted by `saltpan key`, auto_accept or autosign_file only",
     "external_auth": "local users publish through publisher_acl only",
     "peer": "minions cannot publish jobs to other minions",

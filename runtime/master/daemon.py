@@ -1,6 +1,7 @@
 """`saltpan master`: the process manager and the processes it keeps running.
 
-* Publisher: PULL publish_pull.ipc -> PUB tcp publish_port
+* Publisher: PULL publish_pull.ipc -> XPUB tcp publish_port (jobs; the boot announcement whenever a
+  minion subscribes: runtime/master/announcer.py)
 * EventPublisher: PULL master_event_pull.ipc -> PUB master_event_pub.ipc
 * ReqServer: ROUTER tcp ret_port <-> ROUTER workers.ipc (RequestProxy: checks, rate limits,
   per-class queues served in priority order)
@@ -67,20 +68,43 @@ def set_process_name(name: str) -> None:
         pass
 
 
-def publisher_main(opts: dict[str, Any]) -> None:
+def publisher_main(opts: dict[str, Any], identity: Identity) -> None:
     stop = _child_setup(opts, "Publisher")
+    from runtime.crypt.announce import ANNOUNCE_TOPIC
+    from runtime.master.announcer import Announcer
+    from runtime.master.store import factory
+
+    store = factory.open_session_store(opts)
+    announcer = Announcer.from_opts(opts, identity, store.started_ms())
+    store.close()
     ctx = zmq.Context()
     pull = transport.make_socket(ctx, zmq.PULL)
     transport.bind(pull, transport.ipc_address(opts["sock_dir"], worker_mod.PUBLISH_PULL))
-    pub = transport.make_socket(ctx, zmq.PUB, transport.SocketLimits(sndhwm=100_000))
+    # XPUB: the subscriptions of (re)connecting minions reach us, each one (VERBOSE), and make the
+    # boot announcement due (runtime/master/announcer.py)
+    pub = transport.make_socket(ctx, zmq.XPUB, transport.SocketLimits(sndhwm=100_000))
+    pub.setsockopt(zmq.XPUB_VERBOSE, 1)
     transport.bind(pub, transport.tcp_address(opts["interface"], int(opts["publish_port"])))
+    poller = zmq.Poller()
+    poller.register(pull, zmq.POLLIN)
+    poller.register(pub, zmq.POLLIN)
     try:
         while not stop.is_set():
-            if not pull.poll(200, zmq.POLLIN):
-                continue
-            frames = pull.recv_multipart()
-            if len(frames) == 2:
-                transport.send_publication(pub, frames[1], frames[0])
+            wait = announcer.wait_ms()
+            events = dict(poller.poll(200 if wait is None else min(200, wait)))
+            if pub in events:
+                for _ in range(10_000):
+                    try:
+                        announcer.note_subscription(pub.recv(zmq.NOBLOCK))
+                    except zmq.Again:
+                        break
+            if pull in events:
+                frames = pull.recv_multipart()
+                if len(frames) == 2:
+                    transport.send_publication(pub, frames[1], frames[0])
+            announcement = announcer.take()
+            if announcement is not None:
+                transport.send_publication(pub, announcement, ANNOUNCE_TOPIC)
     finally:
         pull.close(linger=0)
         pub.close(linger=0)
@@ -355,7 +379,7 @@ def run(opts: dict[str, Any]) -> int:
         return cannot_start("master", exc, log)
     manager = ProcessManager()
     manager.add("EventPublisher", event_publisher_main, opts)
-    manager.add("Publisher", publisher_main, opts)
+    manager.add("Publisher", publisher_main, opts, identity)
     for index in range(max(1, option(opts, "worker_threads", int))):
         manager.add(f"MWorker-{index}", worker_main, opts, identity, index)
     manager.add("ReqServer", req_server_main, opts)
