@@ -3,10 +3,8 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-# pytest-xdist workers: most suites wait on real daemons, so three share two cores well
-TEST_WORKERS ?= 3
 
-.PHONY: test demo lint venv clean
+.PHONY: test test-slow demo lint venv clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -20,7 +18,10 @@ test: $(STAMP)
 	tools/test-packages.sh
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
+	$(BIN)/python -m pytest -q -m 'not slow'
+
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -q -m slow
 
 demo: $(STAMP)
 	$(BIN)/python demo/run_demo.py

@@ -15,25 +15,6 @@ from tests.pgserver import postgres  # noqa: F401  (the suite's PostgreSQL serve
 from tests.strict import OPTIONAL, strict
 
 
-# Test files that drive dpkg/apt or debconf on this host: one at a time (they share dpkg's lock).
-DPKG_FILES = frozenset({"tests/states/test_pkg_real.py", "tests/states/test_pkg_service.py",
-                        "tests/states/test_pkgrepo.py", "tests/states/test_alternatives.py",
-                        "tests/states/test_debconf.py", "tests/modules/test_pkg.py"})
-
-
-@pytest.hookimpl(tryfirst=True)   # before xdist's own hook reads the groups
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (``make test`` runs ``--dist loadgroup``) a file's tests stay on one worker,
-    in order, so its module fixtures (clusters, servers) start once and its stateful sequences hold;
-    files whose tests use the attack suite's lab (a session fixture: a master, minions, attackers)
-    all run on one worker, and so do the files that drive dpkg."""
-    lab_files = {item.nodeid.split("::", 1)[0] for item in items if "lab" in getattr(item, "fixturenames", ())}
-    for item in items:
-        path = item.nodeid.split("::", 1)[0]
-        group = "security-lab" if path in lab_files else "dpkg" if path in DPKG_FILES else path
-        item.add_marker(pytest.mark.xdist_group(group))
-
-
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> object:
     outcome = yield

@@ -8,7 +8,10 @@ import subprocess
 import sys
 import tempfile
 
+import pytest
 import real_salt
+
+pytestmark = pytest.mark.slow   # `make test-slow` (CI runs it after `make test`)
 
 DEMO = os.path.join(real_salt.REPO, "demo", "run_demo.py")
 

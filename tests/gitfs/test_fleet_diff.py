@@ -9,9 +9,12 @@ import os
 import subprocess
 import sys
 
+import pytest
 import yaml
 
 from tests.gitfs.gitrepos import Worktree, new_repo
+
+pytestmark = pytest.mark.slow   # `make test-slow` (CI runs it after `make test`)
 
 PROJECT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -14,6 +14,8 @@ from tests.conformance.oracle import norm_lowstate
 from tests.gitfs import salt_oracle
 from tests.gitfs.salt_oracle import CHECKS, VARIANTS, Case, expected, minions, run_salt, run_saltpan
 
+pytestmark = pytest.mark.slow   # `make test-slow` (CI runs it after `make test`)
+
 
 def _norm(check: str, data: object) -> object:
     return norm_lowstate(data) if check == "lowstate" else data

@@ -17,6 +17,8 @@ import pytest
 
 from tests.integration.cluster import Cluster
 
+pytestmark = pytest.mark.slow   # `make test-slow` (CI runs it after `make test`)
+
 IDS = ["web01", "slow01", "boom01"]
 TIMEOUT = 1.0
 HANG = 20  # seconds: longer than every wait below, short enough that the thread ends during the module

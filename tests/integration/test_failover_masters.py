@@ -11,8 +11,12 @@ import socket
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.integration.cluster import Cluster
 from tests.integration.conftest import write_trees
+
+pytestmark = pytest.mark.slow   # `make test-slow` (CI runs it after `make test`)
 
 HOST_A, HOST_B = "127.0.0.2", "127.0.0.3"
 

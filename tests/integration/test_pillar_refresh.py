@@ -17,6 +17,8 @@ import pytest
 
 from tests.integration.cluster import Cluster
 
+pytestmark = pytest.mark.slow   # `make test-slow` (CI runs it after `make test`)
+
 IDS = ["web01", "web02", "db01"]
 
 

@@ -12,8 +12,12 @@ import signal
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.integration.cluster import Cluster
 from tests.integration.conftest import write_trees
+
+pytestmark = pytest.mark.slow   # `make test-slow` (CI runs it after `make test`)
 
 BOUND_S = 8.0
 # what tests/integration/cluster.py shortens, put back to saltpan's (and Salt's) defaults

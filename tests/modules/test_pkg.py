@@ -27,6 +27,7 @@ import pytest
 from tests.modules.conftest import Minion
 
 pytestmark = [
+    pytest.mark.slow,
     pytest.mark.skipif(not all(shutil.which(t) for t in ("apt-get", "dpkg-deb", "dpkg-scanpackages")),
                        reason="optional: needs apt-get, dpkg-deb and dpkg-scanpackages (a Debian-family host)"),
     pytest.mark.skipif(os.geteuid() != 0, reason="optional: installing packages for real needs root"),

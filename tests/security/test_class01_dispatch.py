@@ -16,6 +16,8 @@ from tests.security.clients import reason
 from tests.security.guard import lab_attack
 from tests.security.lab import Lab
 
+pytestmark = pytest.mark.slow   # `make test-slow` (CI runs it after `make test`)
+
 NON_STRINGS = [5, None, True, 1.5, ["_auth"], {"cmd": "_auth"}, b"_auth"]
 
 

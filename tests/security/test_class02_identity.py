@@ -10,12 +10,16 @@ from __future__ import annotations
 import os
 import time
 
+import pytest
+
 from runtime import codec
 from runtime.crypt import aead
 from runtime.crypt.channel import _header
 from tests.security.clients import reason
 from tests.security.guard import lab_attack
 from tests.security.lab import ROGUE, VICTIM, Lab, cached, data_cache_writes, publish, wait_return
+
+pytestmark = pytest.mark.slow   # `make test-slow` (CI runs it after `make test`)
 
 OWN_KEYS = {"common", "rogue_own"}
 

@@ -8,10 +8,14 @@ the master's tag prefixes, bounds the batch, and never turns an event into a pub
 
 from __future__ import annotations
 
+import pytest
+
 from runtime.master.event_tags import tag_refusal
 from tests.security.clients import reason
 from tests.security.guard import lab_attack
 from tests.security.lab import ROGUE, Lab
+
+pytestmark = pytest.mark.slow   # `make test-slow` (CI runs it after `make test`)
 
 MASTER_TAGS = [
     "salt/job/20990101000000000001/new",

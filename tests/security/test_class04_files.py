@@ -16,6 +16,8 @@ from tests.security.clients import reason
 from tests.security.guard import lab_attack
 from tests.security.lab import BIG_FILE, Lab
 
+pytestmark = pytest.mark.slow   # `make test-slow` (CI runs it after `make test`)
+
 REFUSED = {"access_denied", "bad_path", "bad_saltenv", "unknown_saltenv", None}
 
 

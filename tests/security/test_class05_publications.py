@@ -12,11 +12,15 @@ from __future__ import annotations
 import os
 import time
 
+import pytest
+
 from runtime import codec, transport
 from runtime.crypt.identity import Identity
 from runtime.crypt.publish import PublishKey, seal_publication
 from tests.security.guard import lab_attack
 from tests.security.lab import VICTIM, Lab, publish, wait_return
+
+pytestmark = pytest.mark.slow   # `make test-slow` (CI runs it after `make test`)
 
 
 def job(lab: Lab, marker: str) -> dict:

@@ -12,12 +12,16 @@ import os
 import threading
 import time
 
+import pytest
+
 from runtime import codec
 from runtime.crypt.clientkey import load_client_key
 from runtime.crypt.handshake import start_auth
 from tests.security.clients import publish_load, reason
 from tests.security.guard import lab_attack
 from tests.security.lab import Lab
+
+pytestmark = pytest.mark.slow   # `make test-slow` (CI runs it after `make test`)
 
 
 def test_one_sealed_request_sent_many_times_at_once(lab: Lab) -> None:

@@ -20,6 +20,8 @@ from tests.security.fakemaster import FORGED_PILLAR
 from tests.security.guard import Attack, lab_attack
 from tests.security.lab import VICTIM, Lab, data_cache_writes, minion_opts, publish, wait_return
 
+pytestmark = pytest.mark.slow   # `make test-slow` (CI runs it after `make test`)
+
 MODES = {
     "own_key": r"master presented key [0-9a-f:]+ but this minion trusts [0-9a-f:]+",
     "stolen_pub": r"auth reply signature does not verify",

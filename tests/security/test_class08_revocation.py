@@ -20,6 +20,8 @@ from tests.security.clients import reason
 from tests.security.guard import lab_attack
 from tests.security.lab import ACCEPTED, PENDING, PROBE, REJECTED, ROGUE, VICTIM, Lab, wait_return
 
+pytestmark = pytest.mark.slow   # `make test-slow` (CI runs it after `make test`)
+
 
 def test_pending_and_rejected_minions_never_get_jobs(lab: Lab) -> None:
     before = lab.keys()

@@ -13,6 +13,7 @@ import os
 import time
 
 import msgpack
+import pytest
 
 from runtime import codec
 from runtime.crypt.handshake import start_auth
@@ -20,6 +21,8 @@ from runtime.crypt.identity import Identity
 from tests.security.clients import ZMTP_GREETING, ZMTP_READY, hold_tcp, reason, zmtp_frame
 from tests.security.guard import lab_attack
 from tests.security.lab import MAX_PENDING, Lab
+
+pytestmark = pytest.mark.slow   # `make test-slow` (CI runs it after `make test`)
 
 
 def nested(depth: int) -> bytes:

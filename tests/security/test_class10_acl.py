@@ -125,4 +125,4 @@ def test_a_local_user_cannot_get_further(lab: Lab, need_user: str) -> None:
         atk.allow_job(eval(allowed[1])["jid"])  # noqa: S307 - the repr of a dict printed by the script
 
 
-pytestmark = pytest.mark.usefixtures("lab")
+pytestmark = [pytest.mark.usefixtures("lab"), pytest.mark.slow]

@@ -21,6 +21,8 @@ from tests.security.guard import lab_attack
 from tests.security.lab import INJECTION_SLS, Lab, data_cache_writes
 from tests.unit.helpers import compile_pillar
 
+pytestmark = pytest.mark.slow   # `make test-slow` (CI runs it after `make test`)
+
 SAFE_MESSAGE = "Rendering SLS 'inject.{}' failed. Please see master log for details."
 INTERNALS = ("<class", "<function", "<module", "__builtins__", "__globals__", "__mro__", "__subclasses__", "uid=",
              "TemplateReference", "os.system", "Popen")

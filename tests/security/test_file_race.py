@@ -20,10 +20,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
+
 from tests.security.canary import new_canary
 from tests.security.clients import reason
 from tests.security.guard import lab_attack
 from tests.security.lab import Lab, data_cache_writes
+
+pytestmark = pytest.mark.slow   # `make test-slow` (CI runs it after `make test`)
 
 SECONDS = float(os.environ.get("SALTPAN_RACE_SECONDS", "3"))
 REFUSAL_LOG = r"file server: refused .* resolves outside the roots"

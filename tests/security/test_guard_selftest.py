@@ -16,6 +16,8 @@ from tests.security.clients import hold_tcp
 from tests.security.guard import MAX_FD_GROWTH, lab_attack
 from tests.security.lab import PENDING, Lab, proc_stat, publish
 
+pytestmark = pytest.mark.slow   # `make test-slow` (CI runs it after `make test`)
+
 
 def test_guard_catches_a_job(lab: Lab) -> None:
     with pytest.raises(AssertionError, match="jobs published during the attack"):

@@ -25,12 +25,16 @@ from __future__ import annotations
 import re
 import time
 
+import pytest
+
 from runtime import codec
 from runtime.crypt.clientkey import client_key_path, load_client_key
 from tests.integration.rogue import Rogue
 from tests.security.clients import publish_load, reason
 from tests.security.guard import lab_attack
 from tests.security.lab import REFUSAL_LOG_INTERVAL, Lab, data_cache_writes
+
+pytestmark = pytest.mark.slow   # `make test-slow` (CI runs it after `make test`)
 
 UNKNOWN_USERS = ["nosuchuser", "", "../root", "a/b", "x" * 300, "root\x00", ".", "..", "\u202eresu"]
 

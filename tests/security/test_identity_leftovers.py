@@ -21,6 +21,8 @@ from tests.integration.rogue import Rogue
 from tests.security.guard import lab_attack
 from tests.security.lab import HEIR_PREFIX, Lab, cached, data_cache_writes
 
+pytestmark = pytest.mark.slow   # `make test-slow` (CI runs it after `make test`)
+
 
 def holder(lab: Lab, minion_id: str, *, accept: bool = True) -> Rogue:
     """A new key for ``minion_id``, presented and (by the operator) accepted."""

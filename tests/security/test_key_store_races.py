@@ -15,6 +15,8 @@ import os
 import threading
 import time
 
+import pytest
+
 from runtime import codec
 from runtime.crypt.handshake import start_auth
 from runtime.crypt.identity import Identity
@@ -22,6 +24,8 @@ from runtime.master.keys import id_problem
 from tests.security.clients import RawClient
 from tests.security.guard import lab_attack
 from tests.security.lab import ACCEPTED, MAX_PENDING, PENDING, Lab
+
+pytestmark = pytest.mark.slow   # `make test-slow` (CI runs it after `make test`)
 
 
 def hello_body(minion_id: str, identity: Identity | None = None) -> bytes:

@@ -17,11 +17,15 @@ from __future__ import annotations
 import statistics
 import time
 
+import pytest
+
 from runtime.client import LocalClient
 from tests.integration.rogue import Rogue
 from tests.security.clients import reason
 from tests.security.guard import lab_attack
 from tests.security.lab import REFUSAL_LOG_INTERVAL, ROGUE, Lab, cached, data_cache_writes
+
+pytestmark = pytest.mark.slow   # `make test-slow` (CI runs it after `make test`)
 
 MiB = 1024 * 1024
 # 218 bytes: seven levels of eight aliases, 8**7 = 2,097,152 copies of "lol" once expanded

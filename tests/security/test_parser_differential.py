@@ -29,6 +29,8 @@ from tests.security.guard import lab_attack
 from tests.security.lab import Lab
 from tests.security.test_fuzz import Harness
 
+pytestmark = pytest.mark.slow   # `make test-slow` (CI runs it after `make test`)
+
 
 def pack(obj: Any) -> bytes:
     return msgpack.packb(obj, use_bin_type=True)

@@ -20,6 +20,8 @@ from runtime.master.event_tags import skeleton, tag_refusal
 from tests.security.guard import lab_attack
 from tests.security.lab import ROGUE, Lab
 
+pytestmark = pytest.mark.slow   # `make test-slow` (CI runs it after `make test`)
+
 JID = "20990101000000000001"
 RESERVED = [
     # the instances

@@ -13,6 +13,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
+
 from runtime.crypt.ed25519_strict import L
 from runtime.crypt.handshake import start_auth
 from runtime.crypt.identity import Identity
@@ -20,6 +22,8 @@ from tests.crypto.test_ed25519_strict import NON_CANONICAL, SMALL_ORDER, _pem
 from tests.integration.cluster import wait_for
 from tests.security.guard import lab_attack
 from tests.security.lab import ROGUE, Lab
+
+pytestmark = pytest.mark.slow   # `make test-slow` (CI runs it after `make test`)
 
 BAD_KEY_LOG = r"auth from <unparsed hello>: refused \(bad_key\): hello key refused: the public key is"
 

@@ -14,6 +14,8 @@ import pytest
 
 from runtime.states import StateContext, pip
 
+pytestmark = pytest.mark.slow   # `make test-slow` (CI runs it after `make test`)
+
 RUN, TEST = StateContext(), StateContext(test=True)
 
 

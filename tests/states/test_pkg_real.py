@@ -17,6 +17,8 @@ import pytest
 
 from runtime.states import pkg
 
+pytestmark = pytest.mark.slow   # `make test-slow` (CI runs it after `make test`)
+
 HAVE_DEB_TOOLS = all(shutil.which(tool) for tool in ("dpkg-deb", "dpkg-query", "dpkg", "apt-get"))
 needs_deb_tools = pytest.mark.skipif(not HAVE_DEB_TOOLS, reason="needs dpkg-deb, dpkg-query and apt-get "
                                      "(a Debian-family host)")

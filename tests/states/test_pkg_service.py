@@ -9,6 +9,8 @@ import pytest
 
 from runtime.states import pkg
 
+pytestmark = pytest.mark.slow   # `make test-slow` (CI runs it after `make test`)
+
 needs_dpkg = pytest.mark.skipif(shutil.which("dpkg-query") is None, reason="needs dpkg")
 
 

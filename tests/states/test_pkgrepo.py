@@ -24,6 +24,7 @@ from runtime.states import StateContext, pkg, pkgrepo
 
 HAVE_TOOLS = all(shutil.which(t) for t in ("apt-get", "apt-cache", "dpkg-deb", "dpkg", "gpg"))
 pytestmark = [
+    pytest.mark.slow,
     pytest.mark.skipif(not HAVE_TOOLS, reason="needs apt-get, dpkg-deb and gpg (a Debian-family host)"),
     pytest.mark.skipif(os.geteuid() != 0, reason="optional: configuring APT sources needs root"),
 ]

@@ -25,6 +25,8 @@ from runtime.states import (
 from runtime.states import _postgres as P
 from tests.netutil import free_port
 
+pytestmark = pytest.mark.slow   # `make test-slow` (CI runs it after `make test`)
+
 
 def _bindir() -> str | None:
     found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))

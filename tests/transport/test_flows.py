@@ -32,6 +32,8 @@ from runtime.transport import (
 )
 from runtime.transport_flows import ClientProofs, current_user, encode_meta, session_id
 
+pytestmark = pytest.mark.slow   # `make test-slow` (CI runs it after `make test`)
+
 PILLAR_COST_S = 0.005
 # the bound for honest round trips under a flood; the flood, the proxy and the workers share
 # this process (and a loaded machine): without fair queueing, 4,000 queued requests of 5 ms ahead
