@@ -492,18 +492,23 @@ class Minion:
                                                   out="highstate" if fun in STATE_FUNCTIONS else None))
 
     async def send_return(self, load: protocol.JobReturn) -> None:
-        session = self.session
-        if session is None:
-            self.pending_returns.append(load)
-            return
-        try:
-            await session.request(load)
-            log.debug("%sreturned job %s (retcode %s)", self.prefix, load.jid, load.retcode)
-        except RemoteRefusal as exc:
-            log.warning("%sreturn for %s refused: %s", self.prefix, load.jid, exc)
-        except (transport.RequestTimeout, SessionError) as exc:
-            log.warning("%sreturn for %s not delivered yet (%s); will resend", self.prefix, load.jid, exc)
-            self.pending_returns.append(load)
+        """Deliver a job's return through the current session.  One that cannot be delivered
+        (no session, the master silent, the session closed under it as the master died) is kept
+        and sent by the next session (``on_registered``); when a new session is up already
+        (failover to another master while the return waited), it is sent through that one now."""
+        last: Session | None = None
+        while (session := self.session) is not None and session is not last:
+            last = session
+            try:
+                await session.request(load)
+                log.debug("%sreturned job %s (retcode %s)", self.prefix, load.jid, load.retcode)
+                return
+            except RemoteRefusal as exc:
+                log.warning("%sreturn for %s refused: %s", self.prefix, load.jid, exc)
+                return
+            except (transport.RequestTimeout, SessionError) as exc:
+                log.warning("%sreturn for %s not delivered yet (%s); will resend", self.prefix, load.jid, exc)
+        self.pending_returns.append(load)
 
     def execute(self, job: dict[str, Any]) -> tuple[Any, int, bool]:
         from runtime import modules
