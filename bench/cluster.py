@@ -86,6 +86,25 @@ def cpu_seconds(pids: list[int]) -> float:
     return total / ticks
 
 
+def cpu_by_name(pids: list[int]) -> dict[str, float]:
+    """cpu_seconds per process name (/proc/<pid>/comm: MWorker-0, ClusterRelay, postgres ...)."""
+    out: dict[str, float] = {}
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/comm", encoding="utf-8", errors="replace") as fh:
+                name = fh.read().strip()
+        except OSError:
+            continue
+        name = name.rstrip("0123456789").rstrip("-") or name
+        out[name] = out.get(name, 0.0) + cpu_seconds([pid])
+    return out
+
+
+def top_spenders(before: dict[str, float], after: dict[str, float], count: int = 6) -> str:
+    spent = sorted(((after.get(k, 0.0) - before.get(k, 0.0), k) for k in after), reverse=True)[:count]
+    return ", ".join(f"{name} {seconds:.2f}" for seconds, name in spent if seconds > 0)
+
+
 class HostMaster(plane.Cluster):
     """A saltpan master listening on ``host`` (the ports shared with the other masters)."""
 
@@ -128,6 +147,7 @@ class Setup:
         sizes = [args.count // SWARMS + (1 if i < args.count % SWARMS else 0) for i in range(SWARMS)]
         self.swarm_ids = [[f"s{i}-{n:04d}" for n in range(size)] for i, size in enumerate(sizes)]
         self.ids = [m for ids in self.swarm_ids for m in ids]
+        self.idle_rate = 0.0
 
     @property
     def first(self) -> HostMaster:
@@ -188,13 +208,15 @@ class Setup:
     def pings(self) -> dict[str, Any]:
         times, answered, cpu = [], [], []
         for _ in range(self.args.pings):
+            by_name = cpu_by_name(self.server_pids())
             before = cpu_seconds(self.server_pids())
             run, returns = self.first.ping("*", 60)
             cpu.append(cpu_seconds(self.server_pids()) - before)
             times.append(run.seconds)
             answered.append(sum(1 for m in self.ids if returns.get(m) is True))
             print(f"{self.kind}: test.ping to all {run.seconds:.2f} s, {answered[-1]} of {len(self.ids)} answered, "
-                  f"{cpu[-1]:.2f} CPU s on the servers", flush=True)
+                  f"{cpu[-1]:.2f} CPU s on the servers; by process: "
+                  f"{top_spenders(by_name, cpu_by_name(self.server_pids()))}", flush=True)
         return {"ping": common.median(times), "answered": min(answered), "ping_cpu": common.median(cpu)}
 
     def jobs(self, scratch: Path) -> dict[str, Any]:
@@ -213,8 +235,9 @@ class Setup:
         return {"jobs_rate": rate, "jobs": data["jobs"], "jobs_incomplete": data["incomplete"], "jobs_target": target}
 
     def pillar(self) -> dict[str, Any]:
-        rates, costs, pg_costs, answered = [], [], [], []
+        rates, costs, net_costs, pg_costs, answered = [], [], [], [], []
         for _ in range(self.args.pillar_rounds):
+            by_name = cpu_by_name(self.server_pids())
             before, pg_before = cpu_seconds(self.master_pids()), cpu_seconds(self.pg_pids())
             run = common.run_process([self.first.saltpan_bin(), "run", "-c", str(self.first.master_conf), "*",
                                       "saltutil.refresh_pillar", "--timeout", "300", "--out", "json", "--static"],
@@ -227,10 +250,25 @@ class Setup:
             answered.append(ok)
             rates.append(ok / run.seconds if ok else 0.0)
             costs.append(spent / ok if ok else float("inf"))
+            net_costs.append((spent - self.idle_rate * run.seconds) / ok if ok else float("inf"))
             print(f"{self.kind}: {ok} pillar refreshes in {run.seconds:.2f} s ({rates[-1]:.1f}/s), "
-                  f"{spent:.2f} CPU s on the servers ({costs[-1] * 1000:.1f} ms each)", flush=True)
+                  f"{spent:.2f} CPU s on the servers ({costs[-1] * 1000:.1f} ms each, "
+                  f"{net_costs[-1] * 1000:.1f} ms above idle); by process: "
+                  f"{top_spenders(by_name, cpu_by_name(self.server_pids()))}", flush=True)
         return {"pillar_rate": common.median(rates), "pillar_cpu": common.median(costs),
-                "pillar_pg_cpu": common.median(pg_costs), "pillar_answered": min(answered)}
+                "pillar_net_cpu": common.median(net_costs), "pillar_pg_cpu": common.median(pg_costs),
+                "pillar_answered": min(answered)}
+
+    def idle(self) -> dict[str, Any]:
+        """The servers' CPU with every minion connected and nothing asked: heartbeats, relays,
+        maintenance (CPU seconds per second)."""
+        by_name = cpu_by_name(self.server_pids())
+        before, t0 = cpu_seconds(self.server_pids()), time.monotonic()
+        time.sleep(self.args.idle)
+        self.idle_rate = (cpu_seconds(self.server_pids()) - before) / (time.monotonic() - t0)
+        print(f"{self.kind}: idle servers {self.idle_rate:.3f} CPU s/s; by process: "
+              f"{top_spenders(by_name, cpu_by_name(self.server_pids()))}", flush=True)
+        return {"idle_rate": self.idle_rate}
 
     def failover(self) -> dict[str, Any]:
         victim = self.masters[1]
@@ -257,6 +295,7 @@ class Setup:
         try:
             self.start_masters()
             result.update(self.storm())
+            result.update(self.idle())
             result.update(self.pings())
             result.update(self.jobs(scratch))
             result.update(self.pillar())
@@ -295,7 +334,12 @@ def report(args: argparse.Namespace, sq: dict[str, Any], cl: dict[str, Any], loa
          f"{cl['pillar_rate']:.1f}", fmt(ratio(cl["pillar_rate"], sq["pillar_rate"]), ".2f") + "x", "", date],
         ["server CPU per pillar request (ms)", f"{sq['pillar_cpu'] * 1000:.1f}", f"{cl['pillar_cpu'] * 1000:.1f}",
          fmt(ratio(cl["pillar_cpu"], sq["pillar_cpu"]), ".2f") + "x", "≤ 1.3x", date],
+        ["  above the idle servers' CPU (ms)", f"{sq['pillar_net_cpu'] * 1000:.1f}",
+         f"{cl['pillar_net_cpu'] * 1000:.1f}", fmt(ratio(cl["pillar_net_cpu"], sq["pillar_net_cpu"]), ".2f") + "x",
+         "", date],
         ["  of which PostgreSQL (ms)", "-", f"{cl['pillar_pg_cpu'] * 1000:.1f}", "", "", date],
+        ["idle servers, all minions connected (CPU s per s)", f"{sq['idle_rate']:.3f}", f"{cl['idle_rate']:.3f}",
+         fmt(ratio(cl["idle_rate"], sq["idle_rate"]), ".2f") + "x", "", date],
         ["failover: killed master's minions answering through another (s)", "-", fmt(cl.get("failover")), "",
          "≤ 15 s", date],
     ]
@@ -332,9 +376,18 @@ def report(args: argparse.Namespace, sq: dict[str, Any], cl: dict[str, Any], loa
                  f"both sides). Fewest answering: SQLite {sq['pillar_answered']:,}, cluster {cl['pillar_answered']:,}.")
     lines.append("- What limits the cluster here: 2 cores for three masters (15 workers, 3 relays) and PostgreSQL, so "
                  "wall times cannot improve on one machine; the CPU cost per request is what scales out when each "
-                 "master has its own machine. Failover: SIGKILL of the second master's process group; the time until "
-                 "every minion of its swarm answered a test.ping published on the first master (heartbeat timeout "
-                 "+ reconnect backoff + a new session).")
+                 "master has its own machine. The cluster pays per request for the relay (every job's publication "
+                 "and every event copied through PostgreSQL to the other masters: sequential jobs at a minion of "
+                 "another master wait for the relay's wake-up), the store's client side in the workers (psycopg "
+                 "round trips: about 0.1-0.3 ms of worker CPU per statement against 0.01-0.07 ms for SQLite, "
+                 "measured in process) and PostgreSQL's own share (its row above); and with five times the server "
+                 "processes on the same two cores, each one's CPU time grows with the context switches between "
+                 "them. `above the idle servers' CPU` takes away the servers' CPU with nothing asked (heartbeats, "
+                 "relay polls, maintenance), measured beforehand for --idle s.")
+    lines.append("- Failover: SIGKILL of the second master's process group; the time until every minion of its swarm "
+                 "answered a test.ping published on the first master: the publish connection's drop makes each minion "
+                 "heartbeat at once, `master_alive_interval` without a reply ends the session, then the reconnect "
+                 "backoff and a new session with the next master of its list (docs/failover.md).")
     return "\n".join(lines)
 
 
@@ -346,6 +399,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pings", type=int, default=3, help="test.ping to all runs per setup (default 3)")
     parser.add_argument("--job-seconds", type=float, default=8.0, help="seconds of sequential jobs (default 8)")
     parser.add_argument("--pillar-rounds", type=int, default=3, help="pillar refresh rounds per setup (default 3)")
+    parser.add_argument("--idle", type=float, default=10.0,
+                        help="seconds the idle servers' CPU is measured over (default 10)")
     parser.add_argument("--alive", type=float, default=5.0,
                         help="the cluster minions' master_alive_interval in seconds (default 5)")
     parser.add_argument("--storm-timeout", type=float, default=600, help="seconds to wait for a storm (default 600)")
