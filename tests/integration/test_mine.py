@@ -18,6 +18,8 @@ import pytest
 from runtime import modules
 from tests.integration.cluster import Cluster, wait_for
 
+pytestmark = pytest.mark.slow   # twice (SQLite, PostgreSQL), ~2 min: `make test-slow`, as test_keys.py and test_jobs.py
+
 ADDRESSES = {"web1": "10.0.0.1", "web2": "10.0.0.2", "db1": "10.0.0.3"}
 
 HAPROXY_SLS = """\
