@@ -1,5 +1,6 @@
 """Back-to-back ``test.ping`` jobs through an in-process LocalClient (used by bench/jobs.py).
 
+Every job targets ``--target`` (a glob, ``*`` by default; bench/cluster.py names one minion).
 Run with the project's python for saltpan (``runtime.client.LocalClient``) or with the
 Salt venv's python for Salt (``salt.client.LocalClient(c_path=...)``): ``--kind`` says
 which.  One client object serves every job, as a program using the client API keeps
@@ -25,7 +26,7 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
 
-def saltpan_ping(conf: str, timeout: float) -> Callable[[], dict[str, Any]]:
+def saltpan_ping(conf: str, timeout: float, target: str = "*") -> Callable[[], dict[str, Any]]:
     sys.path.insert(0, str(BENCH.parent))
     from runtime import config
     from runtime.client import LocalClient
@@ -33,19 +34,19 @@ def saltpan_ping(conf: str, timeout: float) -> Callable[[], dict[str, Any]]:
     client = LocalClient(config.load(conf, "master"))
 
     def ping() -> dict[str, Any]:
-        result = client.cmd("*", "test.ping", timeout=timeout)
+        result = client.cmd(target, "test.ping", timeout=timeout)
         return {minion: ret.get("return") for minion, ret in result.returns.items()}
 
     return ping
 
 
-def salt_ping(conf: str, timeout: float) -> Callable[[], dict[str, Any]]:
+def salt_ping(conf: str, timeout: float, target: str = "*") -> Callable[[], dict[str, Any]]:
     import salt.client
 
     client = salt.client.LocalClient(c_path=conf)
 
     def ping() -> dict[str, Any]:
-        return client.cmd("*", "test.ping", timeout=timeout)
+        return client.cmd(target, "test.ping", timeout=timeout)
 
     return ping
 
@@ -58,11 +59,13 @@ def main() -> int:
     parser.add_argument("--min-jobs", type=int, default=10)
     parser.add_argument("--min-seconds", type=float, default=8.0)
     parser.add_argument("--timeout", type=float, default=30.0, help="per job")
+    parser.add_argument("--target", default="*", help="the glob every job targets (default '*')")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     logging.disable(logging.CRITICAL)
 
-    ping = saltpan_ping(args.conf, args.timeout) if args.kind == "saltpan" else salt_ping(args.conf, args.timeout)
+    maker = saltpan_ping if args.kind == "saltpan" else salt_ping
+    ping = maker(args.conf, args.timeout, args.target)
     ping()  # untimed: connections, first-use imports
     latencies: list[float] = []
     incomplete = 0

@@ -5,6 +5,10 @@ For the minion's session, where heartbeats, returns and pillar requests run as c
 times out is retried with a fresh body from its factory; when nothing at all was received since
 it was sent, the connection is presumed dead and replaced; requests still waiting on the old
 connection keep it open until they are answered or time out, so their replies are not lost.
+
+Closing the client ends every request still waiting with ``RequestClosed`` (a ``RequestTimeout``:
+no reply will come), and later requests fail at once with it: a caller that keeps what it could
+not deliver (the minion's job returns) keeps it, rather than losing it to a cancellation.
 """
 
 from __future__ import annotations
@@ -21,6 +25,10 @@ import zmq.asyncio
 from runtime.transport import DEFAULT_LIMITS, RID_SIZE, RequestTimeout, SocketLimits, make_socket
 
 T = TypeVar("T")
+
+
+class RequestClosed(RequestTimeout):
+    """The client was closed while the request waited (or before it was sent): no reply."""
 
 
 class _Link:
@@ -53,6 +61,7 @@ class AsyncRequestClient:
         self._retired: list[_Link] = []    # replaced links that still have requests waiting on them
         self._pending: dict[bytes, asyncio.Future[bytes]] = {}
         self._last_rx = 0.0
+        self._closed = False
 
     def _ensure(self) -> _Link:
         if self._link is None:
@@ -105,6 +114,8 @@ class AsyncRequestClient:
         tries = self.tries if tries is None else tries
         loop = asyncio.get_running_loop()
         for _attempt in range(tries):
+            if self._closed:
+                raise RequestClosed(f"the connection to {self.address} was closed; the request was not answered")
             context, body = make()
             rid = os.urandom(RID_SIZE)
             fut: asyncio.Future[bytes] = loop.create_future()
@@ -117,6 +128,11 @@ class AsyncRequestClient:
                 return context, await asyncio.wait_for(fut, timeout)
             except (TimeoutError, zmq.Again):
                 pass
+            except zmq.ZMQError:
+                if self._closed:         # the socket closed under a send waiting for room
+                    raise RequestClosed(f"the connection to {self.address} was closed while the request was "
+                                        "sent") from None
+                raise
             finally:
                 self._done(link, rid)
             if self._last_rx < sent_at and link is self._link:
@@ -124,11 +140,13 @@ class AsyncRequestClient:
         raise RequestTimeout(f"no reply from {self.address} after {tries} tries of {timeout:g} s")
 
     def close(self) -> None:
+        self._closed = True
         self._reconnect()
         for link in self._retired:
             link.close()
         self._retired.clear()
         for fut in self._pending.values():
             if not fut.done():
-                fut.cancel()
+                fut.set_exception(RequestClosed(f"the connection to {self.address} was closed while the request "
+                                                "waited for its reply"))
         self._pending.clear()

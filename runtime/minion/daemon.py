@@ -299,10 +299,13 @@ class Minion:
             self.receiver.clock_offset_ms = session.result.clock_offset_ms
         self.session = session
         await self.on_registered(session)
-        tasks = [asyncio.create_task(self.heartbeat_loop(session), name="heartbeat"),
+        probe = asyncio.Event()
+        tasks = [asyncio.create_task(self.heartbeat_loop(session, probe), name="heartbeat"),
                  asyncio.create_task(self.subscribe_loop(session, watch), name="subscribe"),
                  asyncio.create_task(self.listen_loop(session), name="listen"),
                  asyncio.create_task(stop.wait(), name="stop")]
+        if self.masters.failover:
+            tasks.append(asyncio.create_task(self.connection_loop(watch, probe), name="connection"))
         if self.masters.failback_due():
             tasks.append(asyncio.create_task(self.failback_loop(session, stop), name="failback"))
         done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
@@ -370,10 +373,18 @@ class Minion:
         self.pillar.update(data)
 
     # -- the three concurrent tasks -------------------------------------------------------
-    async def heartbeat_loop(self, session: Session) -> None:
+    async def heartbeat_loop(self, session: Session, probe: asyncio.Event | None = None) -> None:
+        """A heartbeat every heartbeat period, or at once when ``probe`` is set (the connection to
+        the master dropped); no reply within master_alive_interval: ``MasterUnreachable``."""
         alive = option(self.opts, "master_alive_interval", float) or 3 * session.heartbeat
+        probe = probe or asyncio.Event()
         while True:
-            await asyncio.sleep(session.heartbeat)
+            if not probe.is_set():
+                try:
+                    await asyncio.wait_for(probe.wait(), session.heartbeat)
+                except TimeoutError:
+                    pass
+            probe.clear()
             assert self.receiver is not None   # made by run_session before this task starts
             try:
                 reply = await session.request(protocol.Heartbeat(epoch=self.receiver.epoch),
@@ -384,6 +395,16 @@ class Minion:
                 raise SessionError(f"heartbeat refused: {exc}") from None
             if reply.publish_key is not None:
                 self.receiver.update_key(PublishKey(reply.epoch, reply.publish_key, 0))
+
+    async def connection_loop(self, watch: MasterWatch, probe: asyncio.Event) -> None:
+        """With a failover list: when the connection to the master's publish port drops (its process
+        died, or the path to it), the heartbeat checks the master now rather than at its next period,
+        so a dead master is found within master_alive_interval of its death (docs/failover.md)."""
+        while True:
+            await watch.disconnected()
+            log.info("%sthe connection to the master at %s dropped; checking the master now", self.prefix,
+                     watch.address)
+            probe.set()
 
     async def subscribe_loop(self, session: Session, watch: MasterWatch) -> None:
         while True:
@@ -492,18 +513,23 @@ class Minion:
                                                   out="highstate" if fun in STATE_FUNCTIONS else None))
 
     async def send_return(self, load: protocol.JobReturn) -> None:
-        session = self.session
-        if session is None:
-            self.pending_returns.append(load)
-            return
-        try:
-            await session.request(load)
-            log.debug("%sreturned job %s (retcode %s)", self.prefix, load.jid, load.retcode)
-        except RemoteRefusal as exc:
-            log.warning("%sreturn for %s refused: %s", self.prefix, load.jid, exc)
-        except (transport.RequestTimeout, SessionError) as exc:
-            log.warning("%sreturn for %s not delivered yet (%s); will resend", self.prefix, load.jid, exc)
-            self.pending_returns.append(load)
+        """Deliver a job's return through the current session.  One that cannot be delivered
+        (no session, the master silent, the session closed under it as the master died) is kept
+        and sent by the next session (``on_registered``); when a new session is up already
+        (failover to another master while the return waited), it is sent through that one now."""
+        last: Session | None = None
+        while (session := self.session) is not None and session is not last:
+            last = session
+            try:
+                await session.request(load)
+                log.debug("%sreturned job %s (retcode %s)", self.prefix, load.jid, load.retcode)
+                return
+            except RemoteRefusal as exc:
+                log.warning("%sreturn for %s refused: %s", self.prefix, load.jid, exc)
+                return
+            except (transport.RequestTimeout, SessionError) as exc:
+                log.warning("%sreturn for %s not delivered yet (%s); will resend", self.prefix, load.jid, exc)
+        self.pending_returns.append(load)
 
     def execute(self, job: dict[str, Any]) -> tuple[Any, int, bool]:
         from runtime import modules

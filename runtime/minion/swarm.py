@@ -63,9 +63,9 @@ def build_minions(opts: dict[str, Any], count: int, prefix: str, ctx: zmq.asynci
 
 async def run_swarm(opts: dict[str, Any], count: int, prefix: str, stop: asyncio.Event,
                     ready: asyncio.Event | None = None) -> None:
-    raise_fd_limit(count * 8 + 256)
+    raise_fd_limit(count * 12 + 256)       # per minion: request and publish sockets, a monitor with failover
     ctx = zmq.asyncio.Context()
-    ctx.set(zmq.MAX_SOCKETS, max(1024, count * 4 + 256))
+    ctx.set(zmq.MAX_SOCKETS, max(1024, count * 6 + 256))
     executor = concurrent.futures.ThreadPoolExecutor(max_workers=min(64, count + 4), thread_name_prefix="swarm")
     minions = build_minions(opts, count, prefix, ctx, executor)
     started = time.monotonic()

@@ -12,6 +12,10 @@ last time that master answered this minion (``last_answer_ms``, the master's clo
 auth reply): the sessions of an earlier run are gone.  Each boot identity is acted on once.  A
 replayed announcement therefore does nothing: an older boot started before the master last
 answered, the current one was acted on (or answered us) already; a forged one fails its signature.
+
+``disconnected()`` reports the subscriber's connection dropping (a ZeroMQ socket monitor): a
+master whose process died closes it at once.  A minion with a failover list uses it to check its
+master now instead of at the next heartbeat (runtime/minion/daemon.py).
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ class MasterWatch:
         self.last_answer_ms = 0               # master clock, last auth reply of this master
         self.acted: collections.deque[bytes] = collections.deque(maxlen=16)
         self.refused = 0
+        self._monitor: zmq.asyncio.Socket | None = None
 
     async def recv(self) -> tuple[bytes, bytes] | None:
         """The next (topic, body), or None for a message that is not two frames."""
@@ -69,9 +74,26 @@ class MasterWatch:
         self.acted.append(announcement.boot)
         return announcement
 
+    async def disconnected(self) -> None:
+        """Return when the connection to the master's publish port drops."""
+        if self._monitor is None:
+            self._monitor = self.sub.get_monitor_socket(zmq.EVENT_DISCONNECTED)
+        while True:
+            frames = await self._monitor.recv_multipart()
+            if len(frames) == 2 and len(frames[0]) >= 2 \
+                    and int.from_bytes(frames[0][:2], "little") == zmq.EVENT_DISCONNECTED:
+                return
+
     @staticmethod
     def is_announcement(topic: bytes) -> bool:
         return topic == ANNOUNCE_TOPIC
 
     def close(self) -> None:
+        if self._monitor is not None:
+            try:
+                self.sub.disable_monitor()
+            except zmq.ZMQError:
+                pass
+            self._monitor.close(linger=0)
+            self._monitor = None
         self.sub.close(linger=0)

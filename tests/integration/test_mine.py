@@ -5,16 +5,20 @@ web1 and web2 carry the grain ``roles: [web]``, db1 ``roles: [db]``; each has it
 The master's ``mine_get`` ACL lets ``web<N>`` minions read every function and nobody else anything.
 A state renders an haproxy backend list from
 ``salt['mine.get']('roles:web', 'network.ip_addrs', tgt_type='grain')``.
+The whole module runs once with each master store (``master_store``: SQLite, then PostgreSQL).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from runtime import modules
 from tests.integration.cluster import Cluster, wait_for
+
+pytestmark = pytest.mark.slow   # twice (SQLite, PostgreSQL), ~2 min: `make test-slow`, as test_keys.py and test_jobs.py
 
 ADDRESSES = {"web1": "10.0.0.1", "web2": "10.0.0.2", "db1": "10.0.0.3"}
 
@@ -37,7 +41,7 @@ haproxy_cfg:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+def cluster(tmp_path_factory: pytest.TempPathFactory, master_store: dict[str, Any]) -> Iterator[Cluster]:
     base = tmp_path_factory.mktemp("mine")
     (base / "pillar").mkdir()
     (base / "pillar" / "top.sls").write_text("base:\n  '*':\n    - mine\n")
@@ -48,7 +52,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     (base / "states" / "_modules").mkdir()
     (base / "states" / "_modules" / "rack.py").write_text(
         "def location():\n    return __grains__['id'] + '@' + __salt__['grains.get']('roles')[0]\n")
-    c = Cluster(base, master_opts={"mine_get": {"web[0-9]+$": [".*"]}})
+    c = Cluster(base, master_opts={"mine_get": {"web[0-9]+$": [".*"]}, **master_store})
     for minion_id, address in ADDRESSES.items():
         role = "db" if minion_id.startswith("db") else "web"
         c.add_minion(minion_id, grains={"roles": [role], "ipv4": ["127.0.0.1", address]})

@@ -10,7 +10,7 @@ import pytest
 import zmq
 
 from runtime.transport import RequestTimeout, bind, make_socket, tcp_address
-from runtime.transport_async import AsyncRequestClient
+from runtime.transport_async import AsyncRequestClient, RequestClosed
 
 
 class DelayedEcho:
@@ -119,5 +119,28 @@ def test_a_slow_reply_survives_another_requests_reconnect(echo, actx):
         assert client._retired == []
         assert await client.request(b"0:next") == b"re:0:next"
         client.close()
+
+    asyncio.run(main())
+
+
+def test_close_ends_a_waiting_request_with_request_closed_not_a_cancellation(echo, actx):
+    """The minion closes a session when its master dies; a job return waiting for the dead master's
+    reply must come back as an undelivered request (kept and resent through the next master), not
+    be cancelled with the task that sends it."""
+
+    async def main():
+        client = AsyncRequestClient(echo.endpoint, ctx=actx, timeout=3, tries=2)
+        waiting = asyncio.create_task(client.request(b"-1:return"))
+        await asyncio.sleep(0.1)
+        client.close()
+        with pytest.raises(RequestClosed) as info:
+            await waiting
+        assert isinstance(info.value, RequestTimeout)
+        assert not waiting.cancelled()
+        start = time.monotonic()
+        with pytest.raises(RequestClosed):               # no new connection to the closed address
+            await client.request(b"0:after")
+        assert time.monotonic() - start < 0.1
+        assert client._link is None
 
     asyncio.run(main())

@@ -1,0 +1,75 @@
+"""A job return is never lost when the minion's master dies under it (issue 21, failover): the
+session closing ends the waiting request with RequestClosed, and the return is kept for the next
+session, or sent through the new one at once when the minion has moved to another master already."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from runtime import protocol
+from runtime.crypt.identity import Identity
+from runtime.minion.daemon import Minion
+from runtime.transport_async import RequestClosed
+
+
+class RecordingSession:
+    """Stands for a session's request channel: records what it delivers, or fails as told."""
+
+    def __init__(self, fail: BaseException | None = None, before_failing: asyncio.Event | None = None) -> None:
+        self.delivered: list[Any] = []
+        self.fail = fail
+        self.before_failing = before_failing
+
+    async def request(self, message: Any, timeout: float | None = None, tries: int | None = None) -> Any:
+        if self.fail is not None:
+            if self.before_failing is not None:
+                await self.before_failing.wait()
+            raise self.fail
+        self.delivered.append(message)
+        return None
+
+
+@pytest.fixture
+def minion(tmp_path: Path) -> Minion:
+    opts = {"id": "bm1", "pki_dir": str(tmp_path / "pki"), "cachedir": str(tmp_path / "cache"),
+            "refusal_log_interval": 60, "master": ["127.0.0.3", "127.0.0.2"], "master_type": "failover"}
+    return Minion(opts, identity=Identity.generate(), grains={"id": "bm1"}, quiet=True)
+
+
+def ret(jid: str = "20990101000000000001") -> protocol.JobReturn:
+    return protocol.JobReturn(jid=jid, fun="test.sleep", fun_args=["3"], ret=True, retcode=0, success=True)
+
+
+def test_a_return_cut_off_by_the_session_closing_is_kept(minion: Minion) -> None:
+    async def main() -> None:
+        minion.session = RecordingSession(RequestClosed("closed"))  # type: ignore[assignment]
+        await minion.send_return(ret())
+
+    asyncio.run(main())
+    assert [r.jid for r in minion.pending_returns] == ["20990101000000000001"]
+
+
+def test_a_return_goes_through_the_master_the_minion_moved_to(minion: Minion) -> None:
+    async def main() -> RecordingSession:
+        gone = asyncio.Event()
+        minion.session = RecordingSession(RequestClosed("closed"), before_failing=gone)  # type: ignore[assignment]
+        sending = asyncio.create_task(minion.send_return(ret()))
+        await asyncio.sleep(0)
+        new = RecordingSession()
+        minion.session = new  # type: ignore[assignment]   # failed over while the return waited
+        gone.set()
+        await sending
+        return new
+
+    new = asyncio.run(main())
+    assert [r.jid for r in new.delivered] == ["20990101000000000001"]
+    assert not minion.pending_returns
+
+
+def test_no_session_keeps_the_return(minion: Minion) -> None:
+    asyncio.run(minion.send_return(ret()))
+    assert len(minion.pending_returns) == 1
