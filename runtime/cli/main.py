@@ -2,22 +2,30 @@
 
 Each command's module (``compile``, ``call``, ``plane``: master, minion, swarm, run, key, event,
 jobs, minions) registers its parser; shared options are ``runtime.cli.options``'.  Commands
-import what they need when they run, to start fast.
+import what they need when they run, to start fast: ``saltpan --version`` imports nothing
+beyond this module (no argparse, no package metadata scan; tests/unit/test_cli_startup.py
+keeps it so).
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
 
-from runtime.cli.options import TARGET_FLAGS
+TYPE_CHECKING = False   # typing.TYPE_CHECKING without importing typing (mypy treats it the same)
+
+if TYPE_CHECKING:
+    import argparse
+
+VERSION = "0.1.0"   # pyproject.toml's version (tests/unit/test_cli_startup.py checks they agree)
 
 
 def build_parser() -> argparse.ArgumentParser:
+    import argparse
+
     from runtime.cli import call, compile, fileserver, plane
 
     parser = argparse.ArgumentParser(prog="saltpan", description="Salt-compatible pillar/state compiler and runner")
-    parser.add_argument("--version", action="version", version="saltpan 0.1.0")
+    parser.add_argument("--version", action="version", version=f"saltpan {VERSION}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     compile.register(sub)
     call.register(sub)
@@ -55,8 +63,13 @@ def hoist_options(argv: list[str], command: str, with_value: set[str], flags: se
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv == ["--version"]:   # the whole command line: answered before any parser is built
+        print(f"saltpan {VERSION}")
+        return 0
+    from runtime.cli.options import TARGET_FLAGS
+
+    parser = build_parser()
     argv = hoist_options(argv, "call", {"--config", "-c", "--out", "-l", "--log-level"}, {"--local"})
     argv = hoist_options(argv, "run", {"--config", "-c", "--out", "-l", "--log-level", "--timeout", "-t",
                                        "--gather-job-timeout"}, {"--async", "--static", *TARGET_FLAGS.values()})
