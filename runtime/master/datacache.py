@@ -61,7 +61,10 @@ class SQLiteDataCache:
 
     def __init__(self, cachedir: str, *, still_known: Callable[[str], bool] | None = None,
                  max_size: int | None = None):
-        self.path, self._db = open_cache_db(cachedir, DB_NAME, _SCHEMA)
+        # synchronous=NORMAL (no fsync per commit): a cache every minion refills at its next session
+        # (grains) and the master recompiles (pillar); with an fsync per store, an auth storm of
+        # 10,000 minions queued 20,000 fsyncs behind SQLite's one write lock
+        self.path, self._db = open_cache_db(cachedir, DB_NAME, _SCHEMA, synchronous_normal=True)
         self.still_known = still_known
         self.max_size = max_size
         # (minion, bank) -> ((updated, length), decoded value), shared by callers of all(): read-only

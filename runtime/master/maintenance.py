@@ -20,6 +20,7 @@ import zmq
 
 from runtime.config import option
 from runtime.events import EventPusher
+from runtime.master.heartbeats import effective_period
 from runtime.master.jobcache import SQLiteJobCache
 from runtime.master.sessions import SQLiteSessionStore
 from runtime.private_files import write_private
@@ -39,7 +40,8 @@ def run(opts: dict[str, Any], stop: threading.Event) -> None:
     store = SQLiteSessionStore.in_sock_dir(opts["sock_dir"])
     jobs = SQLiteJobCache(opts["cachedir"])
     period = max(0.2, option(opts, "heartbeat_period", float))
-    window_ms = 3 * period * 1000
+    max_rate = option(opts, "heartbeat_max_rate", float)
+    told = period
     rotate_ms = int(option(opts, "publish_session", float) * 1000)
     keep_seconds = keep_jobs_seconds(opts)
     loop_interval = max(0.2, option(opts, "loop_interval", float))
@@ -49,6 +51,11 @@ def run(opts: dict[str, Any], stop: threading.Event) -> None:
         while not stop.wait(period):
             now = int(time.time() * 1000)
             try:
+                # three of the longest period a minion may have been told (longer for a big fleet:
+                # runtime.master.heartbeats); never shortened while the master runs, as minions keep
+                # the period of their session
+                told = max(told, effective_period(period, max_rate, store.session_count()))
+                window_ms = 3 * told * 1000
                 current = present_minions(store.last_seen(), now, window_ms)
                 if current != present:
                     new, lost = sorted(current - present), sorted(present - current)

@@ -17,6 +17,7 @@ from runtime.crypt.identity import Identity
 from runtime.events import EventPusher
 from runtime.master.auth import AuthService, AuthSettings
 from runtime.master.datacache import SQLiteDataCache
+from runtime.master.heartbeats import PeriodForFleet
 from runtime.master.jobcache import SQLiteJobCache
 from runtime.master.keys import FileKeyStore
 from runtime.master.sessions import SQLiteSessionStore
@@ -56,8 +57,11 @@ class WorkerContext:
              ) -> WorkerContext:
         keys = FileKeyStore(opts["pki_dir"], max_pending=option(opts, "max_pending_keys", int))
         sessions = SQLiteSessionStore.in_sock_dir(opts["sock_dir"])
+        heartbeat_s = option(opts, "heartbeat_period", float)
         auth = AuthService(identity, keys, sessions, AuthSettings(
-            auto_accept=option(opts, "auto_accept", bool), heartbeat_s=option(opts, "heartbeat_period", float)))
+            auto_accept=option(opts, "auto_accept", bool), heartbeat_s=heartbeat_s,
+            heartbeat_period=PeriodForFleet(heartbeat_s, option(opts, "heartbeat_max_rate", float),
+                                            sessions.session_count)))
         publish_sock = transport.make_socket(ctx, zmq.PUSH)
         publish_sock.connect(publish_address)
         return cls(opts=opts, identity=identity, keys=keys, sessions=sessions, auth=auth,

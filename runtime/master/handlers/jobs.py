@@ -7,6 +7,8 @@ id, the ``salt/job/<jid>/new`` event, and the signed publication pushed to the P
 from __future__ import annotations
 
 import logging
+import time
+from collections import OrderedDict
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, ClassVar
@@ -34,6 +36,7 @@ class JobHandlers:
 
     def __init__(self, ctx: WorkerContext) -> None:
         self.ctx = ctx
+        self._targeted = _TargetedCache()
 
     # -- local clients ----------------------------------------------------------------
     def _client_user(self, request: protocol.Publish | protocol.JobReturns) -> str:
@@ -113,10 +116,14 @@ class JobHandlers:
     # -- minions ----------------------------------------------------------------------
     def job_return(self, minion_id: str, ret: protocol.JobReturn) -> protocol.Ok:
         jid = ret.jid
-        job = self.ctx.jobs.job(jid)
-        if job is None:
-            raise Refused("unknown_job", "no such job")
-        if minion_id not in job["minions"] and not self._greedy_target(job, minion_id):
+        cached = self._targeted.get(jid)
+        if cached is None:
+            job = self.ctx.jobs.job(jid)
+            if job is None:
+                raise Refused("unknown_job", "no such job")
+            cached = self._targeted.put(jid, job)
+        job, targeted = cached
+        if minion_id not in targeted and not self._greedy_target(job, minion_id):
             raise Refused("not_targeted", f"job {jid} was not sent to {minion_id}")
         fun = ret.fun if ret.fun is not None else job["fun"]
         if not self.ctx.jobs.add_return(jid, minion_id, fun, ret.ret, ret.success, ret.retcode):
@@ -134,3 +141,36 @@ class JobHandlers:
             return minion_id in self.expected_minions(job["tgt"], job["tgt_type"])
         except match.MatchError:
             return False
+
+
+class _TargetedCache:
+    """Per worker: the last jobs returns arrived for, with their expected minions as a set.
+
+    A job to 10,000 minions brings 10,000 returns; reading its row (and decoding its list of
+    10,000 minion ids) for each return made the returns of one job cost O(n²).  A job's row never
+    changes once published, so it is read once per worker; entries expire after ``TTL`` seconds
+    (a job pruned from the cache meanwhile is not kept alive by this one) and at most ``SIZE`` are kept.
+    """
+
+    SIZE = 64
+    TTL = 120.0
+
+    def __init__(self) -> None:
+        self._jobs: OrderedDict[str, tuple[float, dict[str, Any], frozenset[str]]] = OrderedDict()
+
+    def get(self, jid: str) -> tuple[dict[str, Any], frozenset[str]] | None:
+        hit = self._jobs.get(jid)
+        if hit is None:
+            return None
+        if time.monotonic() - hit[0] > self.TTL:
+            del self._jobs[jid]
+            return None
+        self._jobs.move_to_end(jid)
+        return hit[1], hit[2]
+
+    def put(self, jid: str, job: dict[str, Any]) -> tuple[dict[str, Any], frozenset[str]]:
+        targeted = frozenset(job["minions"])
+        self._jobs[jid] = (time.monotonic(), job, targeted)
+        while len(self._jobs) > self.SIZE:
+            self._jobs.popitem(last=False)
+        return job, targeted
