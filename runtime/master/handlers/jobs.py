@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, ClassVar
 
+import zmq
+
 from compiler import match
 from runtime import jid as jid_mod
 from runtime import protocol, transport
@@ -23,6 +25,8 @@ from runtime.master import targeting
 from runtime.master.handlers.context import Refused, WorkerContext
 
 log = logging.getLogger("saltpan.master.worker")
+
+TOPICS_MAX = 100   # list targets up to this many minions go to their topics only; longer: one broadcast
 
 
 class JobHandlers:
@@ -91,12 +95,23 @@ class JobHandlers:
         raise Refused("busy", "could not allocate a job id")
 
     def send_publication(self, payload: dict[str, Any], only: list[str] | None) -> None:
-        """Seal and sign the job, push it to the Publisher (to ``only``'s topics, or to all)."""
+        """Seal and sign the job, push it to the Publisher (to ``only``'s topics, or to all).
+
+        ``only`` longer than ``TOPICS_MAX`` is broadcast once instead: one message per minion
+        through the Publisher's queue (1,000 deep) failed for a list of thousands, and a minion
+        outside the list runs nothing either way (list targets match its id; ``acl_minions``
+        is checked by the minion, docs/protocol.md)."""
         pkey, serial = self.ctx.sessions.next_publication()
         body = seal_publication(self.ctx.identity, pkey, serial, payload)
-        topics = [transport.minion_topic(m) for m in only] if only else [transport.BROADCAST]
-        for topic in topics:
-            self.ctx.publish_sock.send_multipart([topic, body])
+        if only and len(only) <= TOPICS_MAX:
+            topics = [transport.minion_topic(m) for m in only]
+        else:
+            topics = [transport.BROADCAST]
+        try:
+            for topic in topics:
+                self.ctx.publish_sock.send_multipart([topic, body])
+        except zmq.Again:
+            raise Refused("busy", "the master's publisher is not keeping up: try again") from None
 
     def expected_minions(self, tgt: str | list[str], tgt_type: str) -> list[str]:
         ctx = self.ctx
