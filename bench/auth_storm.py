@@ -30,8 +30,7 @@ from runtime import codec  # noqa: E402
 from runtime.crypt.handshake import finish_auth, start_auth  # noqa: E402
 from runtime.crypt.identity import Identity, load_or_create_identity  # noqa: E402
 from runtime.master.auth import AuthService, AuthSettings  # noqa: E402
-from runtime.master.keys import FileKeyStore  # noqa: E402
-from runtime.master.sessions import SQLiteSessionStore  # noqa: E402
+from runtime.master.store import factory  # noqa: E402
 from runtime.transport import (  # noqa: E402
     RequestProxy,
     WorkerSocket,
@@ -53,9 +52,15 @@ class TrustAll:
         pass
 
 
+def store_opts(root: str, max_pending: int, sock: str = "sock") -> dict[str, object]:
+    """The master's stores under ``root`` (master_store: sqlite, as a default master has them)."""
+    return {"pki_dir": os.path.join(root, "pki"), "cachedir": os.path.join(root, "cache"),
+            "sock_dir": os.path.join(root, sock), "max_pending_keys": max_pending}
+
+
 def setup(root: str, minions: int) -> tuple[Identity, list[tuple[str, Identity]]]:
     master, _ = load_or_create_identity(os.path.join(root, "pki"), "master")
-    keys = FileKeyStore(os.path.join(root, "pki"), max_pending=minions + 10)
+    keys = factory.open_key_store(store_opts(root, minions + 10))
     fleet = [(f"minion-{i:05d}", Identity.generate()) for i in range(minions)]
     for minion_id, identity in fleet:
         keys.admit(minion_id, identity.public_raw, auto_accept=True)
@@ -63,8 +68,9 @@ def setup(root: str, minions: int) -> tuple[Identity, list[tuple[str, Identity]]
 
 
 def in_process(root: str, master: Identity, fleet: list[tuple[str, Identity]]) -> None:
-    keys = FileKeyStore(os.path.join(root, "pki"), max_pending=len(fleet) + 10)
-    store = SQLiteSessionStore(os.path.join(root, "inproc.sqlite"))
+    opts = store_opts(root, len(fleet) + 10, sock="inproc-sock")
+    keys = factory.open_key_store(opts)
+    store = factory.open_session_store(opts)
     service = AuthService(master, keys, store, AuthSettings())
     t0 = time.perf_counter()
     attempts = [start_auth(identity, minion_id) for minion_id, identity in fleet]
@@ -89,8 +95,9 @@ def in_process(root: str, master: Identity, fleet: list[tuple[str, Identity]]) -
 
 def run_worker(root: str, workers_addr: str, stop_path: str) -> None:
     master, _ = load_or_create_identity(os.path.join(root, "pki"), "master")
-    keys = FileKeyStore(os.path.join(root, "pki"), max_pending=1_000_000)
-    store = SQLiteSessionStore(os.path.join(root, "sock", "sessions.sqlite"))
+    opts = store_opts(root, 1_000_000)
+    keys = factory.open_key_store(opts)
+    store = factory.open_session_store(opts)
     service = AuthService(master, keys, store, AuthSettings())
     ctx = zmq.Context()
     sock = WorkerSocket(ctx, workers_addr)
@@ -158,7 +165,7 @@ def run_clients(endpoint: str, fleet: list[tuple[str, Identity]], out) -> None:
 def storm(root: str, fleet: list[tuple[str, Identity]], workers: int) -> None:
     mp = multiprocessing.get_context("fork")
     stop_path = os.path.join(root, "stop")
-    SQLiteSessionStore.in_sock_dir(os.path.join(root, "sock")).reset()
+    factory.open_session_store(store_opts(root, len(fleet) + 10)).reset()
     recv_end, send_end = mp.Pipe(duplex=False)
     procs = [mp.Process(target=run_proxy, args=(root, send_end, stop_path))]
     procs[0].start()

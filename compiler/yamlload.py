@@ -45,6 +45,20 @@ _LEADING_ZERO_INT = re.compile(r"^0[0-9_]+$")
 class SaltYamlLoader(_BaseLoader):  # type: ignore[misc]
     """Safe loader with Salt's int, timestamp and duplicate-key behaviour."""
 
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        # PyYAML's own constructors fail with IndexError, ValueError, OverflowError ... on some
+        # values (`!!float` with nothing after it, `!!int` of a word, `!!binary` of non-base64):
+        # each becomes a YAML error at that node's line, never an exception escaping the loader
+        try:
+            return super().construct_object(node, deep=deep)
+        except yaml.YAMLError:
+            raise
+        except (ArithmeticError, AttributeError, LookupError, TypeError, ValueError) as exc:
+            shown = node.value if isinstance(node, yaml.ScalarNode) else f"a {getattr(node, 'id', 'node')}"
+            raise yaml.constructor.ConstructorError(
+                None, None, f"cannot read {str(shown)[:40]!r} as {node.tag.rsplit(':', 1)[-1]} ({exc})",
+                node.start_mark) from exc
+
 
 def _construct_int(loader: SaltYamlLoader, node: yaml.ScalarNode) -> int:
     value = loader.construct_scalar(node)
@@ -61,13 +75,20 @@ def _construct_timestamp(loader: SaltYamlLoader, node: yaml.ScalarNode) -> str:
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
-def _construct_mapping(loader: SaltYamlLoader, node: yaml.MappingNode) -> dict[str, Any]:
+def _construct_mapping(loader: SaltYamlLoader, node: yaml.Node) -> dict[str, Any]:
+    if not isinstance(node, yaml.MappingNode):   # `!!map text`
+        raise yaml.constructor.ConstructorError(None, None, f"expected a mapping node, but found {getattr(node, 'id', 'node')}",
+                                                node.start_mark)
     # Keys written in the mapping override the ones a merge key (<<: *anchor) brings in, as in Salt;
     # only a key written twice is a conflict.
+    # (only scalar keys can be compared before construction: a flow mapping or sequence written as
+    # a key, `{[1]: 1}` or a grain pasted into a template, is refused below as an unhashable key)
     own_pairs = {id(pair) for pair in node.value if pair[0].tag != _MERGE_TAG}
-    own_keys = {pair[0].value for pair in node.value if pair[0].tag != _MERGE_TAG}
+    own_keys = {pair[0].value for pair in node.value
+                if pair[0].tag != _MERGE_TAG and isinstance(pair[0], yaml.ScalarNode)}
     loader.flatten_mapping(node)
-    node.value = [pair for pair in node.value if id(pair) in own_pairs or pair[0].value not in own_keys]
+    node.value = [pair for pair in node.value if id(pair) in own_pairs
+                  or not isinstance(pair[0], yaml.ScalarNode) or pair[0].value not in own_keys]
     mapping: dict[Any, Any] = {}
     for key_node, value_node in node.value:
         key = loader.construct_object(key_node, deep=True)
@@ -76,7 +97,8 @@ def _construct_mapping(loader: SaltYamlLoader, node: yaml.MappingNode) -> dict[s
         except TypeError as exc:
             raise yaml.constructor.ConstructorError(
                 "while constructing a mapping", node.start_mark,
-                "found unhashable key", key_node.start_mark) from exc
+                "found unhashable key (a map or a list written as a key; quote it if a template pasted it)",
+                key_node.start_mark) from exc
         if key in mapping:
             raise yaml.constructor.ConstructorError(
                 None, None, f"found conflicting ID '{key}'", key_node.start_mark)

@@ -43,6 +43,10 @@ function needs, which decides where it runs (see [compile.md](compile.md#executi
 | runs a command | runs | never runs: answers as for a command that is not installed, or is undefined when Salt has no such answer |
 | job | runs (not from templates) | not available |
 
+The Salt mine (`mine.*`, `mine_functions`, the master's `mine_get` ACL) is described in
+[mine.md](mine.md); each module's behaviour as a whole, and custom modules synced from
+`salt://_modules` and `salt://_states`, [below the table](#the-modules).
+
 """
 
 
@@ -86,7 +90,25 @@ def render() -> str:
         what = _first_line(fn.doc).replace("|", "\\|")
         rows.append(f"| `{name}{_signature(fn)}` | {access} | {_offline(fn)} | {what} |")
     table = ["| function | access | offline answer | what it does |", "| --- | --- | --- | --- |", *rows]
-    return HEADER + "\n".join(table) + f"\n\n{len(rows)} functions.\n"
+    return HEADER + "\n".join(table) + f"\n\n{len(rows)} functions.\n" + _module_notes()
+
+
+def _module_notes() -> str:
+    """Each module's docstring (and its parts'), then custom modules: how each behaves as a whole."""
+    import importlib
+
+    out = ["", "## The modules", ""]
+    for mod in sorted(modules.MODULES):
+        module = importlib.import_module(f"runtime.modules.{mod}_mod")
+        parts = [module, *(importlib.import_module(f"runtime.modules.{p}") for p in getattr(module, "PARTS", ()))]
+        out.append(f"### {mod}")
+        out.append("")
+        for part in parts:
+            out.append(inspect.cleandoc(part.__doc__ or "").strip())
+            out.append("")
+    custom = importlib.import_module("runtime.modules.custom")
+    out += ["## Custom modules (`salt://_modules`, `salt://_states`)", "", inspect.cleandoc(custom.__doc__ or ""), ""]
+    return "\n".join(out)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -131,7 +131,7 @@ class LocalClient:
                 if remaining <= 0:
                     if checked_running or gather_job_timeout <= 0:
                         break
-                    still = self._still_running(jid, sorted(pending), gather_job_timeout)
+                    still = self.still_running(jid, sorted(pending), gather_job_timeout)
                     checked_running = not still
                     if still:
                         deadline = time.monotonic() + timeout
@@ -164,7 +164,7 @@ class LocalClient:
             event = listener.get(0.0)
         return out
 
-    def _still_running(self, jid: str, minions: list[str], gather_timeout: float) -> bool:
+    def still_running(self, jid: str, minions: list[str], gather_timeout: float) -> bool:
         """Ask the missing minions whether they still run jid (saltutil.find_job)."""
         try:
             found = self.cmd(minions, "saltutil.find_job", [jid], tgt_type="list", timeout=gather_timeout,

@@ -46,7 +46,8 @@ SALTPAN_ONLY = "saltpan's own key"
 # One table of defaults. Paths here are relative to root_dir unless absolute.
 OPTIONS: dict[str, Option] = {
     # identity and grains
-    "id": Option(None, "str", "minion", "Minion id. Defaults to the host name (the FQDN).",
+    "id": Option(None, "str", "both", "Minion id. Defaults to the host name (the FQDN). On a master: its id among "
+                 "the masters sharing a master_store (default `<FQDN>_master`, as Salt).",
                  salt="unset is null (Salt's default '' means the same)"),
     "grains": Option({}, "dict", "minion", "Static grains merged over the core grains."),
     "grains_file": Option(None, "path", "minion", "A YAML file of extra grains (default: `grains` beside the config file, as Salt's /etc/salt/grains).",
@@ -105,6 +106,20 @@ OPTIONS: dict[str, Option] = {
                                    "--validate reports); `--unmask` shows them. JSON/YAML pillar output is never "
                                    "masked. See docs/fleet.md.", salt=SALTPAN_ONLY),
     "nodegroups": Option({}, "dict", "both", "Named compound targets: {name: expression or list}."),
+    # the Salt mine (docs/mine.md)
+    "mine_enabled": Option(True, "bool", "minion", "Run mine.update when the minion starts and every mine_interval."),
+    "mine_interval": Option(60, "num", "minion", "Minutes between two mine.update runs of the minion (a fraction "
+                            "of a minute is allowed; 0 runs it at start only).",
+                            unit="minutes"),
+    "mine_functions": Option({}, "dict", "both",
+                             "Functions whose results the minion sends to the mine: {name: [args...]}, or "
+                             "{alias: [{mine_function: fun}, args..., {allow_tgt: ..}, {allow_tgt_type: ..}]}; "
+                             "also read from pillar (and the master's config through pillar_opts), merged.",
+                             salt="Salt reads it with this default (not in its default options)"),
+    "mine_get": Option(None, "dict", "master",
+                       "Which minions may read which mine functions: {minion id regex: [function regex, ...]}; "
+                       "unset: every minion reads every function.",
+                       salt="Salt reads it when set (not in its default options)"),
     # file server backends: gitfs and git_pillar (docs/gitfs.md)
     "fileserver_backend": Option(["roots"], "list", "both",
                                  "File server backends in order: roots (file_roots), gitfs (or git). The first "
@@ -232,6 +247,11 @@ OPTIONS: dict[str, Option] = {
                                                  "pruning).", unit="s"),
     "rotate_aes_key": Option(True, "bool", "master", "Rotate the publish key when a key is deleted or rejected."),
     "publish_session": Option(86400, "int", "master", "Seconds between periodic publish key rotations.", unit="s"),
+    "reauth_rate": Option(0.0, "num", "master",
+                          "Hellos a second this master announces it admits after a restart; minions spread their "
+                          "re-authentication over a window of accepted keys / this rate. 0 = 400 per core the "
+                          "workers can use (at most worker_threads), at most clear_rate_global.",
+                          unit="per second", salt=SALTPAN_ONLY),
     "heartbeat_period": Option(5.0, "num", "master", "Seconds between minion heartbeats (told to minions at auth).",
                                unit="s", salt=SALTPAN_ONLY),
     "heartbeat_max_rate": Option(200.0, "num", "master",
@@ -243,6 +263,35 @@ OPTIONS: dict[str, Option] = {
                               salt="on by default (Salt: false); saltpan derives presence from heartbeats"),
     "max_pending_keys": Option(1000, "int", "master", "Largest number of pending keys (key-store flooding).",
                                salt=SALTPAN_ONLY),
+    # where the master keeps what outlives it (docs/operations.md "Choosing the master store")
+    "master_store": Option("sqlite", "str", "master",
+                           "Where the master keeps keys, jobs, minion data and shared session state: sqlite (keys "
+                           "as files under pki_dir, the rest in SQLite under cachedir; one master) or postgres "
+                           "(one PostgreSQL database that several masters can share; needs master_store_dsn and "
+                           "`pip install 'saltpan[postgres]'`). Run `saltpan master --init-store` after changing it.",
+                           salt=SALTPAN_ONLY),
+    "cluster_id": Option(None, "str", "master",
+                         "With master_store: postgres, the name of the cluster the masters sharing the database "
+                         "form: they sign with one cluster key kept in the database (minions may move between "
+                         "them), and jobs, returns and events published on any of them reach all (docs/operations.md "
+                         "\"A cluster of masters\"). Unset: masters sharing the database still share keys, jobs, "
+                         "events and revocations, but each signs with its own key.",
+                         salt="as Salt 3007's cluster_id, but no cluster_pki_dir or shared filesystem is needed"),
+    "master_store_dsn": Option(None, "str", "master",
+                               "With master_store: postgres, the database: a libpq connection string or URI "
+                               "(`postgresql://saltpan@db.example.com/saltpan`, `host=... dbname=...`); a password "
+                               "may come from ~/.pgpass or PGPASSWORD instead.", salt=SALTPAN_ONLY),
+    "master_store_pool_size": Option(2, "int", "master",
+                                     "With master_store: postgres, connections each master process keeps open at "
+                                     "most (a master runs worker_threads + 1 processes that use them).",
+                                     salt=SALTPAN_ONLY),
+    "master_store_connect_timeout": Option(5.0, "num", "master",
+                                           "With master_store: postgres, seconds to wait for a connection before a "
+                                           "request is refused `store_unavailable`.", unit="s", salt=SALTPAN_ONLY),
+    "master_store_statement_timeout": Option(10.0, "num", "master",
+                                             "With master_store: postgres, seconds one statement may run (or wait "
+                                             "for a lock) before it is cancelled and the request refused "
+                                             "`store_unavailable`; 0 for no limit.", unit="s", salt=SALTPAN_ONLY),
     "max_minion_data_size": Option(1024 * 1024, "int", "master",
                                    "saltpan: largest entry of the minion data cache, bytes of JSON: grains (and "
                                    "other data) a minion uploads beyond it are refused `too_large`, the previous "
@@ -258,6 +307,19 @@ OPTIONS: dict[str, Option] = {
                                 "requests; local clients' publish/job_returns are not charged to it).", unit="per second", salt=SALTPAN_ONLY),
     "clear_burst_per_peer": Option(400.0, "num", "master", "Burst allowed above clear_rate_per_peer.", salt=SALTPAN_ONLY),
     "clear_burst_global": Option(4000.0, "num", "master", "Burst allowed above clear_rate_global.", salt=SALTPAN_ONLY),
+    "max_connections": Option(10000, "int", "master",
+                              "Connections the request port (ret_port) holds at once; beyond it the least recently "
+                              "active connection of the address holding the most is closed (its client reconnects). "
+                              "Lowered to what the open-files limit leaves.", salt=SALTPAN_ONLY),
+    "max_unread_reply_bytes": Option(8 * 1024 * 1024, "int", "master",
+                                     "Bytes of replies the connections of one minion, local user or address may "
+                                     "leave unread (sent, not yet acknowledged by the peer); beyond it its next "
+                                     "requests wait until it reads them.", unit="bytes", salt=SALTPAN_ONLY),
+    "max_unfinished_bytes": Option(64 * 1024 * 1024, "int", "master",
+                                   "Bytes of requests not yet whole (frames of a multipart message, which libzmq "
+                                   "buffers until the last one) the request port holds for all connections "
+                                   "together; beyond it the connections holding the most are closed (one holding "
+                                   "more than max_message_size at once).", unit="bytes", salt=SALTPAN_ONLY),
     "refusal_log_interval": Option(60.0, "num", "both",
                                    "Seconds between two log lines for the same kind of refused request (per "
                                    "process; the next line counts the ones suppressed).", unit="s", salt=SALTPAN_ONLY),
@@ -280,6 +342,21 @@ OPTIONS: dict[str, Option] = {
     "master": Option("127.0.0.1", "str_or_list", "minion", "Master address.",
                      salt="loopback until set (Salt's default: the host named salt)"),
     "master_port": Option(4506, "int", "minion", "Master request server port."),
+    "master_type": Option("str", "str", "minion",
+                          "`str`: one master (with a list in `master`, the first address only: saltpan has no hot "
+                          "multi-master). `failover`: `master` is a list tried in order; the minion holds one "
+                          "session at a time and moves to the next master when its master stops answering "
+                          "(docs/failover.md)."),
+    "random_master": Option(False, "bool", "minion",
+                            "With `master_type: failover`, shuffle the master list at start (with "
+                            "`master_failback`, the first master stays first)."),
+    "master_failback": Option(False, "bool", "minion",
+                              "With `master_type: failover`, return to the first master of the list once it "
+                              "answers again."),
+    "master_failback_interval": Option(0, "num", "minion",
+                                       "Seconds between attempts to return to the first master "
+                                       "(0 = master_alive_interval, or 3 heartbeat periods when that is 0 too).",
+                                       unit="s"),
     "master_finger": Option(None, "str", "minion", "Pinned SHA-256 fingerprint of the master's key.",
                             salt="unset is null (Salt's default '' means the same)"),
     "acceptance_wait_time": Option(10.0, "num", "minion", "Seconds between auth retries while the key is pending.",
@@ -294,9 +371,10 @@ OPTIONS: dict[str, Option] = {
                               "Wait a random time below the backoff before reconnecting (spreads the reconnects "
                               "of a fleet after a master restart)."),
     "random_reauth_delay": Option(10.0, "num", "minion", "Largest random delay before re-authenticating.", unit="s"),
-    "master_alive_interval": Option(0.0, "num", "minion",
+    "master_alive_interval": Option(0, "num", "minion",
                                     "Seconds without a heartbeat reply before the master is declared dead "
-                                    "(0 = 3 heartbeat periods).", unit="s"),
+                                    "(0 = 3 heartbeat periods); with `master_type: failover` the minion then "
+                                    "moves to the next master.", unit="s"),
     "multiprocessing": Option(False, "bool", "minion", "Run each job in a process instead of a thread.",
                               salt="false (Salt: true): jobs run in threads unless asked"),
     "return_retry_timer": Option(5, "int", "minion", "Seconds between retries of a return.", unit="s"),
@@ -358,16 +436,13 @@ def optional_option(opts: Mapping[str, Any], key: str, kind: type[OptionType]) -
 INSTEAD: dict[str, str] = {
     "transport": "saltpan always talks ZeroMQ with its own authenticated framing (docs/protocol.md)",
     "hash_type": "saltpan's file server always hashes with sha256",
-    "master_job_cache": "jobs are kept in saltpan's SQLite job cache under cachedir (keep_jobs_seconds)",
-    "job_cache": "jobs are kept in saltpan's SQLite job cache under cachedir (keep_jobs_seconds)",
-    "ext_job_cache": "jobs are kept in saltpan's SQLite job cache under cachedir; there are no returners",
+    "master_job_cache": "jobs are kept in saltpan's job cache (master_store: SQLite or PostgreSQL; keep_jobs_seconds)",
+    "job_cache": "jobs are kept in saltpan's job cache (master_store: SQLite or PostgreSQL; keep_jobs_seconds)",
+    "ext_job_cache": "jobs are kept in saltpan's job cache (master_store); there are no returners",
     "event_return": "events stay on saltpan's event bus; there are no returners",
     "return": "returns go to the master only; there are no returners",
-    "cache": "the minion data cache is saltpan's SQLite database under cachedir",
+    "cache": "the minion data cache is in saltpan's master_store (SQLite under cachedir, or PostgreSQL)",
     "minion_data_cache": "saltpan always keeps the minion data cache (grains, last pillar) for targeting",
-    "mine_functions": "saltpan keeps no mine: mine.get answers {}",
-    "mine_interval": "saltpan keeps no mine: mine.get answers {}",
-    "mine_enabled": "saltpan keeps no mine: mine.get answers {}",
     "schedule": "saltpan has no scheduler: run `saltpan run` from cron or a systemd timer",
     "beacons": "saltpan runs no beacons",
     "engines": "saltpan runs no engines",
@@ -379,8 +454,6 @@ INSTEAD: dict[str, str] = {
     "jinja_lstrip_blocks": "templates render with Salt's default Jinja settings (no lstrip_blocks)",
     "allow_undefined": "templates always render with StrictUndefined, Salt's default",
     "ipv6": "saltpan binds and connects to the addresses given by interface and master",
-    "master_type": "a minion connects to the first address of `master`; no failover or multi-master",
-    "random_master": "a minion connects to the first address of `master`",
     "open_mode": "a key is accepted by `saltpan key`, auto_accept or autosign_file only",
     "external_auth": "local users publish through publisher_acl only",
     "peer": "minions cannot publish jobs to other minions",
@@ -412,7 +485,11 @@ def unimplemented(key: str) -> str | None:
         return f"Salt option '{key}' is not implemented by saltpan: {INSTEAD[key]}"
     if key in salt_option_names():
         return f"Salt option '{key}' is not implemented by saltpan: it has no effect"
-    return f"'{key}' is neither a Salt 3008 option nor a saltpan one: ignored (a typo?)"
+    import difflib
+
+    close = difflib.get_close_matches(key, sorted(OPTIONS), n=1, cutoff=0.8)
+    hint = f"did you mean '{close[0]}'?" if close else "a typo?"
+    return f"'{key}' is neither a Salt 3008 option nor a saltpan one: ignored ({hint})"
 
 
 def warn_unimplemented(configured: Mapping[str, Any], origins: Mapping[str, str]) -> list[str]:

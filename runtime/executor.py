@@ -63,6 +63,11 @@ class Executor:
     functions: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
     test: bool = False
     failhard: bool = False
+    # custom state functions synced to this host (runtime.modules.custom), looked up before saltpan's
+    custom_states: Callable[[str, str], Callable[..., dict] | None] | None = None
+    # more about a state whose function cannot be found (where it is declared, the closest name):
+    # a line added to Salt's message
+    explain_missing: Callable[[dict], str] | None = None
     running: dict[str, dict] = field(default_factory=dict)
     pre: dict[str, dict] = field(default_factory=dict)
     run_num: int = 0
@@ -207,12 +212,14 @@ class Executor:
     def call(self, low: dict, prereq: bool = False, attempt: int = 1) -> dict:
         start = _now()
         test = True if prereq else self.test
-        func = resolve(str(low["state"]), str(low["fun"]))
+        custom = self.custom_states(str(low["state"]), str(low["fun"])) if self.custom_states else None
+        func = custom if custom is not None else resolve(str(low["state"]), str(low["fun"]))
         ret: dict[str, Any]
         if isinstance(func, Missing):
             ret = {"result": False, "name": low.get("name"), "changes": {},
                    "comment": f"State '{low['state']}.{low['fun']}' was not found in SLS '{low.get('__sls__')}'\n"
-                              f"Reason: {func.reason}\n"}
+                              f"Reason: {func.reason}\n"
+                              + (self.explain_missing(low) if self.explain_missing is not None else "")}
             return self.verify_failure(ret, prereq)
         missing = _missing_params(func, low)
         if missing:

@@ -16,6 +16,8 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+from runtime.config import ConfigError
+
 _OS_FAMILY = {
     "debian": "Debian", "ubuntu": "Debian", "linuxmint": "Debian", "raspbian": "Debian", "devuan": "Debian",
     "rhel": "RedHat", "centos": "RedHat", "fedora": "RedHat", "rocky": "RedHat", "almalinux": "RedHat",
@@ -151,19 +153,54 @@ def _username() -> str:
         return str(os.geteuid())
 
 
-def minion_grains(opts: Mapping[str, Any], minion_id: str, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Core grains, then the grains file, then config `grains`, then extra; `id` always the minion id."""
-    grains = core_grains()
+def grains_file(opts: Mapping[str, Any]) -> str | None:
+    """The file of the minion's own grains (grains.setval writes it): ``grains_file``, else Salt's
+    ``grains`` beside the config file; None without either."""
     path = opts.get("grains_file")
     if not path and opts.get("conf_file"):
         path = os.path.join(os.path.dirname(str(opts["conf_file"])), "grains")  # Salt's <confdir>/grains
-    if path and os.path.isfile(path):
-        import yaml
+    return str(path) if path else None
 
-        with open(path, encoding="utf-8") as fh:
-            data = yaml.safe_load(fh) or {}
-        if isinstance(data, dict):
-            grains.update(data)
+
+class GrainsError(ConfigError):
+    """A grains file that cannot be used: missing (when configured), not YAML, or not a mapping."""
+
+
+def read_grains_file(path: str) -> dict[str, Any]:
+    """The grains of a YAML/JSON grains file: a mapping (an empty file: none); GrainsError names the
+    file (and the line of a syntax error) and says what to do."""
+    from runtime.config import load_data_file
+
+    data = load_data_file(path, "grains", GrainsError)
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise GrainsError(f"{path}: a grains file must be a mapping of grain: value, got a "
+                          f"{type(data).__name__}; write it as `role: web` lines")
+    return data
+
+
+def grains_file_data(opts: Mapping[str, Any]) -> dict[str, Any]:
+    """The grains file of a minion config: ``grains_file`` (which must exist), else Salt's
+    ``<config dir>/grains`` when there is one."""
+    path = opts.get("grains_file")
+    if path:
+        if not os.path.exists(str(path)):
+            raise GrainsError(f"grains_file {path} (config {opts.get('conf_file') or 'option'}) does not exist: "
+                              "create it, or remove grains_file from the config")
+        return read_grains_file(str(path))
+    if opts.get("conf_file"):
+        default = os.path.join(os.path.dirname(str(opts["conf_file"])), "grains")  # Salt's <confdir>/grains
+        if os.path.isfile(default):
+            return read_grains_file(default)
+    return {}
+
+
+def minion_grains(opts: Mapping[str, Any], minion_id: str, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Core grains, then the grains file, then config `grains`, then extra; `id` always the minion id.
+    Raises GrainsError for a grains file that cannot be used."""
+    grains = core_grains()
+    grains.update(grains_file_data(opts))
     grains.update(opts.get("grains") or {})
     if extra:
         grains.update(extra)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import logging.handlers
 import os
 from typing import Any
 
@@ -13,6 +12,7 @@ LEVELS = {
     "critical": logging.CRITICAL, "quiet": logging.CRITICAL + 10,
 }
 FORMAT = "%(asctime)s [%(name)-24s][%(levelname)-8s][%(process)d] %(message)s"
+CONSOLE_FORMAT = "[%(levelname)-8s] %(message)s"   # a command's stderr, as Salt's CLIs print log records
 
 
 class LogFileError(Exception):
@@ -28,6 +28,8 @@ def setup(level: str = "warning", log_file: str | None = None, *, file_level: st
     """Configure the root logger: stderr, or log_file (0600) when given (at ``file_level``, else
     ``level``), and stderr as well with ``console`` (daemons: what a foreground run or the
     journal shows)."""
+    import logging.handlers  # here: a command's parser reads LEVELS without it
+
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)
@@ -50,7 +52,7 @@ def setup(level: str = "warning", log_file: str | None = None, *, file_level: st
     if console or not log_file:
         stream = logging.StreamHandler()
         stream.setLevel(level_of(level))
-        stream.setFormatter(formatter)
+        stream.setFormatter(formatter if log_file else logging.Formatter(CONSOLE_FORMAT))
         root.addHandler(stream)
         levels.append(stream.level)
     root.setLevel(min(levels))
@@ -68,5 +70,9 @@ def cannot_start(role: str, exc: BaseException, log: logging.Logger) -> int:
     import sys
 
     print(f"saltpan {role}: {exc}", file=sys.stderr)
-    log.error("cannot start: %s", exc)
+    # and in the log file (not again on stderr, where a daemon's log records go too)
+    record = log.makeRecord(log.name, logging.ERROR, __file__, 0, "cannot start: %s", (exc,), None)
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, logging.FileHandler):
+            handler.handle(record)
     return 2

@@ -15,7 +15,7 @@ from compiler.roots import FileSource, LocalRoots
 
 if TYPE_CHECKING:   # the state compiler is imported when used: a pillar compile does without it
     from compiler.errors import CompileError
-    from compiler.highstate import StateCompiler
+    from compiler.highstate import Origin, StateCompiler
     from compiler.requisites import Lowstate
     from compiler.salt_functions import FunctionsFactory
     from runtime.modules import OfflineReport
@@ -91,16 +91,38 @@ class StateResult:
     data: Any = None
     errors: list[CompileError] = field(default_factory=list)
     lowstate: Lowstate | None = None
+    origins: Mapping[str, Origin] = field(default_factory=dict)   # where each state ID was declared
+
+
+def check_states(result: StateResult) -> tuple[list[CompileError], list[CompileError]]:
+    """(errors, warnings) of the compiled states' functions and arguments against the state modules
+    saltpan has (runtime.states.signatures), each with the file:line of its state ID.  For the
+    offline compile: a state run reports a missing function when it runs, as Salt does."""
+    from compiler.errors import CompileError
+    from runtime.states.signatures import check_chunk
+
+    errors: list[CompileError] = []
+    warnings: list[CompileError] = []
+    if result.lowstate is None:
+        return errors, warnings
+    for chunk in result.lowstate.ordered_chunks():
+        origin = result.origins.get(str(chunk.get("__id__")))
+        for finding in check_chunk(chunk):
+            problem = CompileError("unknown_state" if finding.error else "unknown_argument",
+                                   f"ID '{chunk.get('__id__')}': {finding.message}",
+                                   origin.file if origin else None, origin.line if origin else None)
+            (errors if finding.error else warnings).append(problem)
+    return errors, warnings
 
 
 def compile_states(opts: Mapping[str, Any], minion_id: str, grains: Mapping[str, Any], pillar: Mapping[str, Any],
                    what: str = "lowstate", compiler: StateCompiler | None = None, mods: list[str] | None = None,
-                   saltenv: str | None = None, all_errors: bool = False) -> StateResult:
+                   saltenv: str | None = None, all_errors: bool = False, with_lowstate: bool = False) -> StateResult:
     """top / highstate / lowstate for one minion with its compiled pillar.
 
     all_errors (show_lowstate): when rendering had errors, also report what the extend and verify
     checks find in the partial high data, as Salt's show_lowstate does (state.apply stops at the
-    render errors).
+    render errors).  with_lowstate (highstate): the lowstate too, when it compiles (check_states).
     """
     from compiler.lowstate import compile_lowstate
     from runtime.states.registry import has_mod_watch
@@ -115,9 +137,11 @@ def compile_states(opts: Mapping[str, Any], minion_id: str, grains: Mapping[str,
         if what == "lowstate" and all_errors:
             errors += compile_lowstate(high.high, high.origins, has_mod_watch, high_checks_only=True).errors
         return StateResult(None, errors)
-    if what == "highstate":
-        return StateResult(high.high, [])
+    if what == "highstate" and not with_lowstate:
+        return StateResult(high.high, [], origins=high.origins)
     low = compile_lowstate(high.high, high.origins, has_mod_watch)
+    if what == "highstate":   # with its lowstate when it compiles, for check_states
+        return StateResult(high.high, [], None if low.errors else low.lowstate, high.origins)
     if low.errors or low.lowstate is None:
-        return StateResult(None, low.errors)
-    return StateResult(low.lowstate.ordered_chunks(), [], low.lowstate)
+        return StateResult(None, low.errors, origins=high.origins)
+    return StateResult(low.lowstate.ordered_chunks(), [], low.lowstate, high.origins)

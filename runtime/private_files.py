@@ -17,6 +17,12 @@ class PrivateFileError(OSError):
     """A private file or directory that is missing, unsafe or unreadable (message names the path)."""
 
 
+class PrivateFileMissing(PrivateFileError, FileNotFoundError):
+    """A private file that does not exist: a ``FileNotFoundError`` for callers to whom a missing file
+    is normal (no key stored yet), a ``PrivateFileError`` naming the path for the others (a request
+    naming a user who has no client key must be refused, never end in a traceback)."""
+
+
 def ensure_private_dir(path: str) -> str:
     """Create ``path`` (and parents) as 0700 or tighten it; return its absolute path."""
     path = os.path.abspath(path)
@@ -70,12 +76,13 @@ def read_private(path: str, *, max_size: int = 64 * 1024, require_private: bool 
     """Read a regular file without following a symlink; refuse one larger than ``max_size``.
 
     With ``require_private`` a file readable or writable by group/other is refused, as ssh does for
-    private keys.
+    private keys.  A missing file raises :class:`PrivateFileMissing` (both a ``FileNotFoundError``
+    and a ``PrivateFileError``).
     """
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
-        raise
+        raise PrivateFileMissing(f"{path} does not exist") from None
     except OSError as exc:
         raise PrivateFileError(f"cannot open {path}: {exc.strerror} (symlinks are refused)") from None
     with os.fdopen(fd, "rb") as fh:

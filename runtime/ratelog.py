@@ -1,7 +1,9 @@
 """Log a refusal once per reason per interval, with a count of what was suppressed.
 
 Floods (auth storms, malformed frames) must not flood the log: each distinct key is
-logged at most once per ``interval`` seconds.
+logged at most once per ``interval`` seconds.  That holds for unexpected failures too
+(:meth:`RateLimitedLog.exception`): a request that trips a bug must not let its sender write a
+traceback into the master's log for every copy it sends.
 """
 
 from __future__ import annotations
@@ -29,13 +31,17 @@ class RateLimitedLog:
         self._last[key] = (now, 0)
         return True, last[1] if last else 0
 
-    def _log(self, level: int, key: str, msg: str, *args: Any) -> None:
+    def _log(self, level: int, key: str, msg: str, *args: Any, exc_info: bool = False) -> None:
         ok, suppressed = self._should_log(key)
         if not ok:
             return
         if suppressed:
             msg = f"{msg} ({suppressed} similar suppressed)"
-        self.logger.log(level, msg, *args)
+        self.logger.log(level, msg, *args, exc_info=exc_info)
+
+    def exception(self, key: str, msg: str, *args: Any) -> None:
+        """An error with the traceback of the exception being handled, once per ``key`` and interval."""
+        self._log(logging.ERROR, key, msg, *args, exc_info=True)
 
     def error(self, key: str, msg: str, *args: Any) -> None:
         self._log(logging.ERROR, key, msg, *args)

@@ -7,7 +7,7 @@ environment's FileSource (local roots or the master's file server).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from compiler.errors import CompileError
@@ -17,9 +17,11 @@ from compiler.roots import FileSource, valid_saltenv
 from runtime import pipeline
 from runtime.config import option
 from runtime.executor import Executor
+from runtime.state_returns import PILLAR_FAILED, dry_run_flag
 from runtime.states import StateContext, has_mod_watch
 
 if TYPE_CHECKING:
+    from compiler.highstate import Origin
     from runtime.modules import ModuleEnv
 
 
@@ -101,14 +103,45 @@ class StateRunner:
                             render_template=self.render_template,
                             functions=self.functions)
 
-    def execute(self, lowstate: Lowstate, test: bool) -> dict[str, dict]:
+    def execute(self, lowstate: Lowstate, test: bool, origins: Mapping[str, Origin] | None = None) -> dict[str, dict]:
+        """Apply lowstate; ``origins`` (where each state ID was declared) put file:line into the
+        message of a state that cannot run."""
         failhard = option(self.opts, "failhard", bool)
-        executor = Executor(lowstate, self.context, self.env.grains, self.functions, test=test, failhard=failhard)
+        from runtime import modules
+
+        def custom_state(state: str, fun: str) -> Callable[..., dict] | None:
+            return modules.custom_state(self.env, state, fun)
+
+        executor = Executor(lowstate, self.context, self.env.grains, self.functions, test=test, failhard=failhard,
+                            custom_states=custom_state,
+                            explain_missing=lambda low: _explain_missing(low, origins or {}))
         return executor.apply()
 
 
+def _explain_missing(low: Mapping[str, Any], origins: Mapping[str, Origin]) -> str:
+    """A line after Salt's "State 'x.y' was not found ... Reason: ...": where the state ID is
+    declared, and the state function closest to the missing one."""
+    from runtime.states.signatures import suggest
+
+    origin = origins.get(str(low.get("__id__")))
+    where = (f"{origin.file}:{origin.line}" if origin.line else origin.file) if origin else None
+    name = f"{low.get('state')}.{low.get('fun')}"
+    hint = suggest(str(low.get("state")), str(low.get("fun")))
+    parts = [f"ID '{low.get('__id__')}' is declared at {where}" if where else "",
+             f"did you mean '{hint}'?" if hint and hint != name else ""]
+    text = "; ".join(p for p in parts if p)
+    return f"{text}\n" if text else ""
+
+
+def pillar_messages(pillar: Mapping[str, Any], errors: list[Any]) -> list[str]:
+    """Why the pillar failed: the compile's own errors (file:line, the cause) when it was compiled
+    here (masterless, a minion compiling its own); else the master's ``_errors`` (Salt's words:
+    the details are in the master's log)."""
+    return [str(e) for e in errors] or [str(m) for m in pillar.get("_errors") or []]
+
+
 def pillar_errors_result(errors: list[str]) -> list[str]:
-    return ["Pillar failed to render with the following messages:", *[str(e) for e in errors]]
+    return [PILLAR_FAILED, *[str(e) for e in errors]]
 
 
 def fresh_pillar(env: ModuleEnv, override: Mapping[str, Any] | None = None) -> tuple[dict[str, Any], list]:
@@ -123,34 +156,52 @@ def fresh_pillar(env: ModuleEnv, override: Mapping[str, Any] | None = None) -> t
 
 
 def _test_mode(env: ModuleEnv, test: Any) -> bool:
+    """``test=`` of a state run (the config's ``test`` without one); a value that is not a boolean
+    is refused before anything runs."""
     if test is None:
         return option(env.opts, "test", bool)
-    if isinstance(test, str):
-        return test.strip().lower() in ("true", "1", "yes")
-    return bool(test)
+    try:
+        return dry_run_flag(test)
+    except ValueError as exc:
+        from runtime.modules import CommandError
+
+        raise CommandError(str(exc)) from None
 
 
 def highstate(env: ModuleEnv, mods: list[str] | None = None, test: Any = None, saltenv: str | None = None,
               pillar: Mapping[str, Any] | None = None) -> dict[str, dict] | list[str]:
     """Compile (fresh pillar) and apply the highstate, or the given sls."""
+    dry_run = _test_mode(env, test)
     pillar_data, errors = fresh_pillar(env, pillar)
-    messages = pillar_data.get("_errors") or [str(e) for e in errors]
     if errors or pillar_data.get("_errors"):
-        return pillar_errors_result(messages)
+        return pillar_errors_result(pillar_messages(pillar_data, errors))
     runner = StateRunner(env, pillar_data)
     result = pipeline.compile_states(env.opts, env.opts.get("id") or "", env.grains, pillar_data, "lowstate",
                                      compiler=runner.compiler, mods=mods, saltenv=saltenv)
     if result.errors:
         return [e.salt_message() for e in result.errors]
     assert result.lowstate is not None
-    return runner.execute(result.lowstate, _test_mode(env, test))
+    if mods is None and not result.lowstate.chunks:
+        return _nothing_to_apply(runner, env, pillar_data, saltenv)
+    return runner.execute(result.lowstate, dry_run, result.origins)
+
+
+def _nothing_to_apply(runner: StateRunner, env: ModuleEnv, pillar: Mapping[str, Any],
+                      saltenv: str | None) -> dict[str, dict]:
+    """A highstate without states is a failure, as in Salt: no top file entry matches this minion
+    (a misspelt id or grain in top.sls, another saltenv), or the sls matched declare nothing."""
+    matches, _ = runner.compiler.top(env.opts.get("id") or "", env.grains, pillar, saltenv)
+    comment = "No states found for this minion" if any(matches.values()) else \
+        "No Top file or master_tops data matches found. Please see master log for details."
+    return {"no_|-states_|-states_|-None": {"result": False, "comment": comment, "name": "No States",
+                                            "changes": {}, "__run_num__": 0}}
 
 
 def show(env: ModuleEnv, what: str, mods: list[str] | None = None, saltenv: str | None = None) -> Any:
     pillar_data, errors = fresh_pillar(env)
     if errors or pillar_data.get("_errors"):
-        raise CompileError("pillar_failed", "Pillar failed to render: " + "; ".join(
-            pillar_data.get("_errors") or [str(e) for e in errors]))
+        raise CompileError("pillar_failed", "Pillar failed to render: " + "; ".join(pillar_messages(pillar_data,
+                                                                                                     errors)))
     runner = StateRunner(env, pillar_data)
     result = pipeline.compile_states(env.opts, env.opts.get("id") or "", env.grains, pillar_data, what,
                                      compiler=runner.compiler, mods=mods, saltenv=saltenv, all_errors=True)
@@ -164,9 +215,10 @@ def single(env: ModuleEnv, fun: str, name: str, test: Any = None, **kwargs: Any)
     if fun.count(".") != 1:
         return [f"Invalid function passed: {fun!r} (use module.function)"]
     state, func = fun.split(".")
+    dry_run = _test_mode(env, test)
     pillar_data, errors = fresh_pillar(env)
     if errors or pillar_data.get("_errors"):
-        return pillar_errors_result(pillar_data.get("_errors") or [str(e) for e in errors])
+        return pillar_errors_result(pillar_messages(pillar_data, errors))
     chunk = {"state": state, "fun": func, "name": name, "__id__": name, "__sls__": None,
              "__env__": kwargs.pop("saltenv", None) or "base", **{k: v for k, v in kwargs.items()
                                                                    if not k.startswith("__")}}
@@ -175,4 +227,4 @@ def single(env: ModuleEnv, fun: str, name: str, test: Any = None, **kwargs: Any)
         return [str(getattr(p, "message", p)) for p in problems]
     lowstate.runs = [Run(0)]
     runner = StateRunner(env, pillar_data)
-    return runner.execute(lowstate, _test_mode(env, test))
+    return runner.execute(lowstate, dry_run)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.pgserver import postgres  # noqa: F401  (the suite's PostgreSQL server, a session fixture)
 from tests.strict import OPTIONAL, strict
 
 

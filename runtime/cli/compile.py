@@ -13,8 +13,24 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from runtime.cli.compile_inputs import compile_config, git_problems, minion_grains, prepare_git, report_errors
-from runtime.cli.options import OUTPUTS, UsageError, add_out, add_target_flags
+from runtime.cli.compile_inputs import (
+    compile_config,
+    git_problems,
+    minion_grains,
+    missing_roots,
+    prepare_git,
+    report_errors,
+)
+from runtime.cli.options import (
+    OUTPUTS,
+    UsageError,
+    add_log_level,
+    add_out,
+    add_out_file,
+    add_target_flags,
+    positive_int,
+)
+from runtime.cli.parser import Parser
 from runtime.config import ConfigError
 
 if TYPE_CHECKING:
@@ -22,16 +38,33 @@ if TYPE_CHECKING:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("compile", help="compile pillar / top / highstate / lowstate for a minion, offline")
-    p.add_argument("--config", "-c", help="Salt-style config file (default: the shipped example trees)")
-    p.add_argument("--minion", "-m", help="minion id to compile for")
-    p.add_argument("--grains", help="YAML/JSON file of grains for the minion")
-    p.add_argument("--fleet", help="fleet file or directory: the minions of --all, the grains of --minion")
-    p.add_argument("--show", choices=["pillar", "top", "highstate", "lowstate"], default=None,
-                   help="what to print (default pillar)")
-    p.add_argument("--saltenv", help="restrict states to this environment")
-    p.add_argument("--pillarenv", help="compile pillar from this environment only")
-    add_out(p, OUTPUTS, help="output format (default nested; json for --out-dir)")
+    p = sub.add_parser(
+        "compile", help="compile pillar / top / highstate / lowstate for a minion, offline",
+        description="Compile what a minion gets from your Salt trees, offline: its pillar, top, highstate or "
+                    "lowstate (state.show_lowstate), with every error naming its file:line, before anything "
+                    "touches a host.  Nothing runs on this host and nothing is written (docs/compile.md); "
+                    "the fleet tools compile, explain and diff many minions (docs/fleet.md).",
+        epilog="examples:\n"
+               "  saltpan compile -c /etc/salt/minion --minion web01 --grains web01.yaml\n"
+               "  saltpan compile --minion web01 --show lowstate --out json\n"
+               "  saltpan compile --all --diff HEAD~1\n"
+               "exit status: 0 compiled, 1 the pillar or the states have errors (each on stderr with its "
+               "file:line), 2 a usage or config error.")
+    p.add_argument("--config", "-c", metavar="PATH",
+                   help="Salt-style minion config file (default: the shipped example trees)")
+    p.add_argument("--minion", "-m", metavar="ID", help="minion id to compile for (default: the config's id)")
+    p.add_argument("--grains", metavar="FILE", help="YAML/JSON file of the minion's grains")
+    p.add_argument("--fleet", metavar="SOURCE",
+                   help="fleet file or directory of grains per minion: the minions of --all, the grains of --minion "
+                        "(default: the config's fleet_file)")
+    p.add_argument("--show", choices=["pillar", "top", "highstate", "lowstate"], default=None, metavar="VIEW",
+                   help="what to print: pillar (the default), top, highstate or lowstate")
+    p.add_argument("--saltenv", metavar="ENV", help="compile the states of this environment only")
+    p.add_argument("--pillarenv", metavar="ENV", help="compile the pillar of this environment only")
+    add_log_level(p)
+    output = p.add_argument_group("output")
+    add_out(output, OUTPUTS, help="output format (default nested; json with --out-dir)")
+    add_out_file(output)
     p.add_argument("--fetch", action="store_true", help="fetch the git remotes (gitfs, git ext_pillar) first")
     p.add_argument("--strict", action="store_true",
                    help="warn (file:line) at each template call that would read the minion's host and got the "
@@ -41,22 +74,28 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         "thing, as for any other minion (docs/compile.md)")
     fleet = p.add_argument_group("fleet tools (docs/fleet.md)")
     fleet.add_argument("--all", action="store_true", help="compile every minion of the fleet, in parallel")
-    fleet.add_argument("--target", help="with --all: only the minions this target matches (glob unless -G/-C/...)")
-    add_target_flags(fleet, lambda tgt_type: f"--target is a target of type {tgt_type}")
-    fleet.add_argument("--out-dir", help="write one file per minion into this directory")
-    fleet.add_argument("--jobs", "-j", type=int, help="worker processes (default: one per core)")
+    fleet.add_argument("--target", metavar="TARGET",
+                       help="with --all: only the minions this target matches (a glob unless -G/-C/... says otherwise)")
+    add_target_flags(fleet, lambda what: f"--target is {what}")
+    fleet.add_argument("--out-dir", metavar="DIR", help="write one file per minion into DIR")
+    fleet.add_argument("--jobs", "-j", type=positive_int, metavar="N", help="worker processes (default: one per core)")
     fleet.add_argument("--explain", metavar="KEY", help="where the pillar value KEY (e.g. nginx:port) comes from")
     fleet.add_argument("--diff", metavar="REV", help="compare with the roots at git revision REV")
     fleet.add_argument("--diff-to", metavar="DIR", help="compare with another copy of the roots in DIR")
     fleet.add_argument("--validate", action="store_true", help="check the pillar against pillar_schema")
     fleet.add_argument("--unmask", action="store_true", help="show secret values (pillar_mask_patterns)")
     p.set_defaults(func=run, tgt_type=None)
+    if isinstance(p, Parser):   # `compile --all -G role:web`, salt's habit: the target goes with --target
+        p.unexpected_hint = ("compile takes no positional words; a fleet target is --target TARGET, with -G, -C, "
+                             "... for its kind (saltpan compile --all --target role:web -G)")
 
 
 def run(args: argparse.Namespace) -> int:
     from runtime import pipeline
     from runtime.cli import fleet, output
+    from runtime.log_setup import setup as setup_logging
 
+    setup_logging(args.log_level or "warning", None)
     try:
         fetch_failed = prepare_git(args.config, bool(getattr(args, "fetch", False)))
     except (ConfigError, UsageError) as exc:
@@ -77,9 +116,14 @@ def run(args: argparse.Namespace) -> int:
         this_host = pipeline.compiles_this_host(opts, minion_id) and not getattr(args, "offline", False)
         opts["id"] = minion_id
         grains = minion_grains(opts, minion_id, args.grains, getattr(args, "fleet", None))
+        if set(grains) == {"id"}:
+            warn_no_grains(opts, minion_id, getattr(args, "fleet", None))
     except (ConfigError, UsageError) as exc:
         print(f"saltpan compile: {exc}", file=sys.stderr)
         return 2
+    warn_unknown_envs(opts, args.saltenv, args.pillarenv)
+    for missing in missing_roots(opts):
+        print(f"warning: {missing}: nothing is read from it", file=sys.stderr)
 
     show = args.show or "pillar"
     out = args.out or "nested"
@@ -97,21 +141,50 @@ def run(args: argparse.Namespace) -> int:
     functions = pipeline.offline_functions(opts, report, read_host=this_host)
     if show == "pillar":
         result = pipeline.pillar_compiler(opts, functions=functions).compile(minion_id, grains)
-        print(output.render(masker.mask(result.pillar), out, sys.stdout))
+        print(output.render(masker.mask(result.pillar), out, sys.stdout, color=getattr(args, "color", None)))
         report_errors(result.errors)
         if not result.errors:  # errors inside data an ext_pillar returned (git_pillar's own compiles)
             for message in result.pillar.get("_errors") or []:
                 print(f"error: {message}", file=sys.stderr)
         report_offline(report, getattr(args, "strict", False))
-        if result.errors and set(grains) == {"id"}:
-            print(f"note: minion {minion_id!r} has no grains here (not in the fleet file, no --grains): templates "
-                  "that read grains fail; pass --grains FILE or --fleet SOURCE", file=sys.stderr)
         return 1 if result.errors or result.pillar.get("_errors") else failed
     from runtime.cli import state_views
 
-    status = state_views.show(opts, minion_id, grains, show, out, masker if masker.active else None, functions)
+    status = state_views.show(opts, minion_id, grains, show, out, masker if masker.active else None, functions,
+                              color=getattr(args, "color", None))
     report_offline(report, getattr(args, "strict", False))
     return status or failed
+
+
+def warn_unknown_envs(opts: Mapping[str, Any], saltenv: str | None, pillarenv: str | None) -> None:
+    """--saltenv/--pillarenv naming no environment of the roots compile nothing (Salt too, silently):
+    say so, with the closest environment (not when git remotes make the environments)."""
+    from runtime.cli.parser import did_you_mean
+    from runtime.gitfs import uses_git_pillar, uses_gitfs
+
+    for flag, env, key, dynamic in (("--saltenv", saltenv, "file_roots", uses_gitfs(opts)),
+                                    ("--pillarenv", pillarenv, "pillar_roots", uses_git_pillar(opts))):
+        known = sorted(opts.get(key) or {})
+        if env and not dynamic and env not in known:
+            print(f"warning: {flag} {env!r} is not an environment of {key} ({', '.join(known) or 'none'})"
+                  f"{did_you_mean(env, known)}: nothing is compiled from it", file=sys.stderr)
+
+
+def warn_no_grains(opts: Mapping[str, Any], minion_id: str, fleet: str | None) -> None:
+    """A minion compiled without any grains (none in the config, no --grains).  Not in the fleet
+    there is (the config's fleet_file): an unknown minion, most likely misspelt -- UsageError with
+    the fleet's closest id.  Without a fleet: a warning, since templates and targets reading grains
+    see none."""
+    from runtime.cli.compile_inputs import fleet_ids
+    from runtime.cli.parser import did_you_mean
+
+    ids = fleet_ids(opts, fleet)
+    if ids:
+        raise UsageError(f"minion {minion_id!r} is not in the fleet {ids[0]}{did_you_mean(minion_id, ids[1])} and "
+                         "has no grains here (none in the config, no --grains): check the id, or pass "
+                         "--grains FILE to compile a minion the fleet does not list")
+    print(f"warning: minion {minion_id!r} has no grains here (no fleet file, none in the config, no --grains): "
+          "it is compiled with grains['id'] only; pass --grains FILE or --fleet SOURCE", file=sys.stderr)
 
 
 def report_offline(report: OfflineReport, strict: bool) -> None:

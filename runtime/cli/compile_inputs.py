@@ -10,16 +10,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from runtime import config as config_mod
-from runtime.cli.options import UsageError, offline_config
-
-
-def read_data_file(path: str, what: str) -> dict[str, Any]:
-    data = config_mod.load_data_file(path, what, UsageError)
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise UsageError(f"{path}: a {what} file must be a mapping, got {type(data).__name__}")
-    return data
+from runtime.cli.options import UsageError, config_path, offline_config
 
 
 def compile_config(given: str | None, role: str = "minion") -> dict[str, Any]:
@@ -31,7 +22,7 @@ def compile_config(given: str | None, role: str = "minion") -> dict[str, Any]:
         from runtime.gitfs import uses_git_pillar, uses_gitfs
 
         if uses_gitfs(opts) or uses_git_pillar(opts):
-            opts["cachedir"] = config_mod.load(given, "master")["cachedir"]
+            opts["cachedir"] = config_mod.load(config_path(given, role), "master")["cachedir"]
     return opts
 
 
@@ -80,6 +71,26 @@ def git_problems(opts: Mapping[str, Any]) -> list[str]:
     return problems() if callable(problems) else []
 
 
+def missing_roots(opts: Mapping[str, Any]) -> list[str]:
+    """The configured file_roots and pillar_roots directories that do not exist (a misspelt path:
+    Salt skips them silently, and a state run then finds no top file).  A key left at its default
+    (/srv/salt, /srv/pillar) is not reported: not every setup has a pillar or reads file_roots."""
+    backend = opts.get("fileserver_backend") or ["roots"]
+    names = backend.split(",") if isinstance(backend, str) else backend if isinstance(backend, list) else []
+    keys = ["pillar_roots"] + (["file_roots"] if "roots" in [str(n).strip() for n in names] else [])
+    out: list[str] = []
+    for key in keys:
+        roots = opts.get(key)
+        if not isinstance(roots, Mapping) or roots == config_mod.OPTIONS[key].default:
+            continue
+        for saltenv, dirs in roots.items():
+            for directory in dirs if isinstance(dirs, list) else []:
+                if isinstance(directory, str) and not os.path.isdir(directory):
+                    why = "is not a directory" if os.path.exists(directory) else "does not exist"
+                    out.append(f"{key} {saltenv}: {directory} {why} (config {opts.get('conf_file') or 'defaults'})")
+    return out
+
+
 def fleet_grains(opts: Mapping[str, Any], minion_id: str, fleet: str | None = None) -> dict[str, Any]:
     """Grains of minion_id from a fleet source (file or directory), if it has them."""
     from runtime.cli import fleet_source as fleet_mod
@@ -95,21 +106,47 @@ def fleet_grains(opts: Mapping[str, Any], minion_id: str, fleet: str | None = No
         raise UsageError(str(exc)) from None
     if minion_id not in minions:
         if fleet:
-            raise UsageError(f"minion {minion_id!r} is not in the fleet {source} "
+            from runtime.cli.parser import did_you_mean
+
+            raise UsageError(f"minion {minion_id!r} is not in the fleet {source}{did_you_mean(minion_id, minions)} "
                              f"(it has {len(minions)} minions, e.g. {', '.join(sorted(minions)[:3])})")
         return {}
     return dict(minions[minion_id] or {})
 
 
+def fleet_ids(opts: Mapping[str, Any], fleet: str | None = None) -> tuple[str, list[str]] | None:
+    """(the fleet source, its minion ids) of --fleet or the config's fleet_file, None without one."""
+    from runtime.cli import fleet_source as fleet_mod
+
+    source = fleet or opts.get("fleet_file")
+    if not source or not os.path.exists(source):
+        return None
+    try:
+        return source, sorted(fleet_mod.load_fleet(source))
+    except fleet_mod.FleetError:
+        return None
+
+
 def minion_grains(opts: Mapping[str, Any], minion_id: str, grains_file: str | None,
                   fleet: str | None = None) -> dict[str, Any]:
+    """The grains a compile uses: the fleet's, the config's ``grains``, its ``grains_file`` (which must
+    exist when configured), then --grains FILE; ``id`` always the minion id."""
+    from runtime.grains import GrainsError, read_grains_file
+
     grains: dict[str, Any] = {}
     grains.update(fleet_grains(opts, minion_id, fleet))
     grains.update(opts.get("grains") or {})
-    if opts.get("grains_file") and os.path.exists(opts["grains_file"]):
-        grains.update(read_data_file(opts["grains_file"], "grains"))
-    if grains_file:
-        grains.update(read_data_file(grains_file, "grains"))
+    try:
+        if opts.get("grains_file"):
+            if not os.path.exists(str(opts["grains_file"])):
+                raise UsageError(f"grains_file {opts['grains_file']} (config {opts.get('conf_file') or 'option'}) "
+                                 "does not exist: create it, remove grains_file from the config, or give the "
+                                 "grains with --grains FILE")
+            grains.update(read_grains_file(str(opts["grains_file"])))
+        if grains_file:
+            grains.update(read_grains_file(grains_file))
+    except GrainsError as exc:
+        raise UsageError(str(exc)) from None
     grains["id"] = minion_id
     return grains
 

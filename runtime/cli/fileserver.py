@@ -17,7 +17,15 @@ import argparse
 import sys
 from typing import Any
 
-from runtime.cli.options import OUTPUTS, add_config, add_log_level, add_out, parse_fun_args, plane_config
+from runtime.cli.options import (
+    OUTPUTS,
+    add_config,
+    add_log_level,
+    add_out,
+    parse_fun_args,
+    plane_config,
+    positive_number,
+)
 from runtime.config import ConfigError
 
 ARGUMENTS = {"update": {"backend", "remotes"}, "envs": {"backend"}, "file_list": {"backend", "saltenv"}}
@@ -26,24 +34,40 @@ UPDATE_TIMEOUT = 300.0  # seconds: the master fetches every remote before it ans
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("fileserver", help="the master's file server: update (fetch gitfs now), envs, file_list "
-                                          "(as salt-run fileserver.*)")
+                                          "(as salt-run fileserver.*)",
+                       description="The master's file server, as salt-run fileserver.*: 'update' asks the running "
+                                   "master to fetch its gitfs remotes now; 'envs' and 'file_list' read the master's "
+                                   "configuration and cached clones here (nothing is fetched).  Options may follow "
+                                   "the key=value words.",
+                       epilog="examples:\n"
+                              "  saltpan fileserver update -c /etc/saltpan/master\n"
+                              "  saltpan fileserver update backend=gitfs remotes='*states*'\n"
+                              "  saltpan fileserver file_list saltenv=dev --out json\n"
+                              "exit status: 0 done, 1 a remote failed to fetch (it keeps serving its last good "
+                              "revision), 2 a usage or config error or no master answering.")
     add_config(p)
     add_log_level(p)
     add_out(p, OUTPUTS)
-    p.add_argument("--timeout", "-t", type=float, default=UPDATE_TIMEOUT,
+    p.add_argument("--timeout", "-t", type=positive_number, default=UPDATE_TIMEOUT,
                    help=f"update: seconds to wait for the master's fetches (default {UPDATE_TIMEOUT:g})")
-    p.add_argument("action", choices=sorted(ARGUMENTS))
+    p.add_argument("action", choices=sorted(ARGUMENTS), metavar="ACTION",
+                   help=f"what to do: {', '.join(sorted(ARGUMENTS))}")
     p.add_argument("args", nargs="*", help="backend=gitfs,roots (or -roots to leave one out), saltenv=base, "
                                            "remotes=GLOB,...")
     p.set_defaults(func=fileserver)
 
-    p = sub.add_parser("git_pillar", help="fetch the git ext_pillar remotes now (as salt-run git_pillar.update)")
+    p = sub.add_parser("git_pillar", help="fetch the git ext_pillar remotes now (as salt-run git_pillar.update)",
+                       description="Ask the running master to fetch its git ext_pillar remotes now, as salt-run "
+                                   "git_pillar.update.",
+                       epilog="example: saltpan git_pillar update remotes='*pillar*' -c /etc/saltpan/master\n"
+                              "exit status: 0 done, 1 a remote failed to fetch, 2 a usage or config error or no "
+                              "master answering.")
     add_config(p)
     add_log_level(p)
     add_out(p, OUTPUTS)
-    p.add_argument("--timeout", "-t", type=float, default=UPDATE_TIMEOUT,
+    p.add_argument("--timeout", "-t", type=positive_number, default=UPDATE_TIMEOUT,
                    help=f"seconds to wait for the master's fetches (default {UPDATE_TIMEOUT:g})")
-    p.add_argument("action", choices=["update"])
+    p.add_argument("action", choices=["update"], metavar="ACTION", help="update (the only action)")
     p.add_argument("args", nargs="*", help="remotes=GLOB,...")
     p.set_defaults(func=git_pillar)
 

@@ -82,7 +82,7 @@ def load_fleet(args: argparse.Namespace, opts: Mapping[str, Any]) -> tuple[dict[
         if opts.get("fleet_file") and os.path.exists(opts["fleet_file"]):
             return fleet_mod.load_fleet(opts["fleet_file"]), opts["fleet_file"]
         master_opts = compile_config(args.config, "master")
-        return fleet_mod.load_cache_fleet(master_opts["cachedir"]), "the master's minion data cache"
+        return fleet_mod.load_cache_fleet(master_opts), "the master's minion data cache"
     except fleet_mod.FleetError as exc:
         raise UsageError(str(exc)) from None
 
@@ -162,7 +162,12 @@ def compile_all(args: argparse.Namespace, opts: dict[str, Any], minions: list[st
             problem = unsafe_file_name(minion_id)
             if problem:
                 raise UsageError(problem)
-        os.makedirs(args.out_dir, exist_ok=True)
+        if os.path.exists(args.out_dir) and not os.path.isdir(args.out_dir):
+            raise UsageError(f"--out-dir {args.out_dir} is a file: give a directory (it is created if missing)")
+        try:
+            os.makedirs(args.out_dir, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(f"cannot create --out-dir {args.out_dir}: {exc.strerror}") from None
     printing = not args.out_dir and not args.validate
     request = FleetRequest(
         show=args.show or "pillar",
@@ -173,6 +178,7 @@ def compile_all(args: argparse.Namespace, opts: dict[str, Any], minions: list[st
         unmask=args.unmask,
         target=pillar_target,
         out_dir=args.out_dir,
+        check_states=True,
     )
     try:
         runner = MinionCompiler(opts, fleet, request, schemas)
@@ -254,7 +260,7 @@ def explain(args: argparse.Namespace, opts: dict[str, Any]) -> int:
     result = pipeline.pillar_compiler(opts).compile(minion_id, grains, track=True)
     expl = explain_mod.explain(result, minion_id, key)
     if args.out in ("json", "yaml"):
-        print(output.render(explain_mod.to_data(expl, masker), args.out, sys.stdout))
+        print(output.render(explain_mod.to_data(expl, masker), args.out, sys.stdout, color=getattr(args, "color", None)))
     else:
         print(explain_mod.to_text(expl, masker))
     report_errors(result.errors)
@@ -294,7 +300,8 @@ def diff(args: argparse.Namespace, opts: dict[str, Any], minions: list[str], fle
     outcomes = [o for o in outcomes if o.matched]
     compared = len(outcomes)
     if args.out in ("json", "yaml"):
-        print(output.render(fleet_diff.to_data(outcomes, compared), args.out, sys.stdout))
+        print(output.render(fleet_diff.to_data(outcomes, compared), args.out, sys.stdout,
+                            color=getattr(args, "color", None)))
     else:
         print(fleet_diff.to_text(outcomes, compared))
     _report_errors(outcomes)

@@ -66,6 +66,7 @@ class FleetRequest:
     unmask: bool = False
     target: tuple[str, str] | None = None  # (tgt, tgt_type), matched here when it needs the pillar
     out_dir: str | None = None  # each worker writes <out_dir>/<minion>.<ext> itself (text is then not returned)
+    check_states: bool = False  # highstate/lowstate: a state function saltpan lacks is an error (check_states)
 
 
 class Runner(Protocol):
@@ -110,8 +111,11 @@ class MinionCompiler:
         if self.request.show == "pillar" or errors or result.failed:
             return Compiled(result.pillar, result.pillar if self.request.show == "pillar" else None, errors)
         states = pipeline.compile_states(self.opts, minion_id, grains, result.pillar, self.request.show,
-                                         compiler=self.state_compiler)
-        return Compiled(result.pillar, states.data, [str(err) for err in states.errors])
+                                         compiler=self.state_compiler, with_lowstate=self.request.check_states)
+        problems = list(states.errors)
+        if self.request.check_states and not problems:
+            problems += pipeline.check_states(states)[0]
+        return Compiled(result.pillar, states.data, [str(err) for err in problems])
 
     def run(self, minion_id: str) -> MinionOutcome:
         started = time.perf_counter()

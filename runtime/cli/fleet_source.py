@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from typing import Any
 
 import yaml
@@ -59,27 +60,30 @@ def load_fleet(source: str) -> dict[str, dict[str, Any]]:
     return {str(k): dict(v or {}) for k, v in data.items()}
 
 
-def load_cache_fleet(cachedir: str) -> dict[str, dict[str, Any]]:
+def load_cache_fleet(master_opts: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """{minion_id: grains} from the master's minion data cache (the grains each minion last reported)."""
     import sqlite3
 
-    from runtime.master.datacache import SQLiteDataCache
+    from runtime.config import ConfigError
+    from runtime.master.store import factory
+    from runtime.master.store.errors import StoreError
 
-    path = os.path.join(cachedir, "minion_data.sqlite")
-    if not os.path.isfile(path):
-        raise FleetError(f"no fleet: the master's minion data cache {path} does not exist (no minion has "
-                         "reported its grains to a master using this cachedir); give --fleet FILE|DIR or set "
-                         "fleet_file")
+    opts = dict(master_opts)
     try:
-        cache = SQLiteDataCache(cachedir)
+        where = factory.describe(opts)
+        cache = factory.existing_data_cache(opts)
+        if cache is None:
+            raise FleetError(f"no fleet: the master's minion data cache ({where}) does not exist (no minion has "
+                             "reported its grains to a master using this cachedir); give --fleet FILE|DIR or set "
+                             "fleet_file")
         try:
             grains = cache.all("grains")
         finally:
             cache.close()
-    except (OSError, sqlite3.Error, ValueError) as exc:
-        raise FleetError(f"cannot read the master's minion data cache {path}: {exc}") from None
+    except (OSError, sqlite3.Error, ValueError, StoreError, ConfigError) as exc:
+        raise FleetError(f"cannot read the master's minion data cache: {exc}") from None
     if not grains:
-        raise FleetError(f"no fleet: the master's minion data cache {path} holds no grains yet; give --fleet "
+        raise FleetError(f"no fleet: the master's minion data cache ({where}) holds no grains yet; give --fleet "
                          "FILE|DIR or set fleet_file")
     return {str(k): dict(v or {}) if isinstance(v, dict) else {} for k, v in grains.items()}
 

@@ -1,92 +1,120 @@
 """The `saltpan` command line: the parser of every command, and the entry point.
 
-Each command's module (``compile``, ``call``, ``plane``: master, minion, swarm, run, key, event,
-jobs, minions) registers its parser; shared options are ``runtime.cli.options``'.  Commands
-import what they need when they run, to start fast: ``saltpan --version`` imports nothing
-beyond this module (no argparse, no package metadata scan; tests/unit/test_cli_startup.py
-keeps it so).
+Each command's module registers its parser (``COMMANDS``); shared options are
+``runtime.cli.options``', the parser class and how words are read ``runtime.cli.parser``'s, and
+what a failure looks like ``runtime.cli.errors``'.  Commands import what they need when they run,
+to start fast: ``saltpan --version`` imports nothing beyond this module (no argparse, no package
+metadata scan; tests/unit/test_cli_startup.py keeps it so).
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 
 TYPE_CHECKING = False   # typing.TYPE_CHECKING without importing typing (mypy treats it the same)
 
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Iterator
+    from types import ModuleType
+
+    from runtime.cli.parser import Parser
 
 VERSION = "0.1.0"   # pyproject.toml's version (tests/unit/test_cli_startup.py checks they agree)
+# commands whose words after the function name are the function's arguments (Salt's `FUN ARG key=value`),
+# and the runner-like ones taking key=value words (`saltpan fileserver update backend=gitfs -c CONF`)
+FUNCTION_COMMANDS = ("call", "run", "fileserver", "git_pillar")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    import argparse
+def command_modules() -> tuple[ModuleType, ...]:
+    """The modules registering the commands, in the order ``saltpan --help`` lists them."""
+    from runtime.cli import call, compile, completion, fileserver, plane, run
 
-    from runtime.cli import call, compile, fileserver, plane
+    return (compile, call, run, plane, fileserver, completion)
 
-    parser = argparse.ArgumentParser(prog="saltpan", description="Salt-compatible pillar/state compiler and runner")
-    parser.add_argument("--version", action="version", version=f"saltpan {VERSION}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    compile.register(sub)
-    call.register(sub)
-    plane.register(sub)
-    fileserver.register(sub)
+
+def build_parser() -> Parser:
+    from runtime.cli.parser import Parser, add_global_options
+
+    parser = Parser(prog="saltpan", description=(
+        "Compile and apply Salt pillar and state trees: offline (compile), masterless on this host "
+        "(call --local), or on minions through a master (run, key, jobs, event, minions, master, "
+        "minion).  'saltpan COMMAND --help' describes a command and every option.  Exit status: 0 "
+        "done, 1 failed (a job, state or compile), 2 a usage or setup error (docs/cli.md)."),
+        epilog="Environment: NO_COLOR (set: no colours).  Shell completion: 'saltpan completion bash|zsh'.")
+    parser.add_argument("--version", "-V", action="version", version=f"saltpan {VERSION}",
+                        help="print the version and exit")
+    add_global_options(parser, top=True)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands", parser_class=Parser)
+    for module in command_modules():
+        module.register(sub)
+    for command_parser in sub.choices.values():
+        add_global_options(command_parser)
+    parser.set_defaults(root_parser=parser)   # the whole parser, for `saltpan completion`
     return parser
 
 
-def hoist_options(argv: list[str], command: str, with_value: set[str], flags: set[str]) -> list[str]:
-    """Move a subcommand's options that follow its positional arguments in front of them.
+def color_wanted(args: argparse.Namespace, stream: object = None) -> bool:
+    """Whether to colour: --force-color, else not with --no-color or NO_COLOR (any value but
+    empty, no-color.org), else when stdout is a terminal."""
+    if getattr(args, "force_color", False):
+        return True
+    if getattr(args, "no_color", False) or os.environ.get("NO_COLOR"):
+        return False
+    stream = stream if stream is not None else sys.stdout
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
 
-    Salt's CLIs accept `salt-call state.apply test=True --out json`; argparse's
-    REMAINDER would swallow `--out json` as a function argument.
-    """
-    if command not in argv:
-        return argv
-    start = argv.index(command) + 1
-    head, rest = argv[:start], argv[start:]
-    options: list[str] = []
-    positional: list[str] = []
-    i = 0
-    while i < len(rest):
-        word = rest[i]
-        name = word.split("=", 1)[0]
-        if name in with_value and "=" not in word and i + 1 < len(rest):
-            options += [word, rest[i + 1]]
-            i += 2
-            continue
-        if name in with_value or word in flags:
-            options.append(word)
-        else:
-            positional.append(word)
-        i += 1
-    return head + options + positional
+
+@contextlib.contextmanager
+def output_to(args: argparse.Namespace) -> Iterator[None]:
+    """stdout for the command's output: --out-file FILE (Salt's), else stdout; sets ``args.color``."""
+    from runtime.cli.errors import UsageError
+
+    path = getattr(args, "out_file", None)
+    if getattr(args, "out_file_append", False) and not path:
+        raise UsageError("--out-file-append appends to the file of --out-file FILE: give both")
+    if not path:
+        args.color = color_wanted(args)
+        yield
+        return
+    try:
+        stream = open(path, "a" if args.out_file_append else "w", encoding="utf-8")  # noqa: SIM115 - closed below
+    except OSError as exc:
+        raise UsageError(f"cannot write --out-file {path}: {exc.strerror}") from None
+    args.color = color_wanted(args, stream)
+    with stream, contextlib.redirect_stdout(stream):
+        yield
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv == ["--version"]:   # the whole command line: answered before any parser is built
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words == ["--version"]:   # the whole command line: answered before any parser is built
         print(f"saltpan {VERSION}")
         return 0
-    from runtime.cli.options import TARGET_FLAGS
+    from runtime.cli.errors import EX_INTERRUPTED, EX_OK, EX_USAGE, report
+    from runtime.cli.parser import parse
 
     parser = build_parser()
-    argv = hoist_options(argv, "call", {"--config", "-c", "--out", "-l", "--log-level"}, {"--local"})
-    argv = hoist_options(argv, "run", {"--config", "-c", "--out", "-l", "--log-level", "--timeout", "-t",
-                                       "--gather-job-timeout"}, {"--async", "--static", *TARGET_FLAGS.values()})
-    for command in ("fileserver", "git_pillar"):   # `saltpan fileserver update backend=gitfs -c CONF`
-        if argv[:1] == [command]:
-            argv = hoist_options(argv, command, {"--config", "-c", "--out", "-l", "--log-level", "--timeout", "-t"},
-                                 set())
-    args = parser.parse_args(argv)
+    args = parse(parser, words, FUNCTION_COMMANDS)
     if not getattr(args, "func", None):
-        parser.print_help()
-        return 2
+        parser.print_help(sys.stderr)
+        return EX_USAGE
     try:
-        return int(args.func(args) or 0)
+        with output_to(args):
+            return int(args.func(args) or EX_OK)
     except KeyboardInterrupt:
-        return 130
+        return EX_INTERRUPTED
     except BrokenPipeError:
-        return 0
+        # the reader went away (`saltpan ... | head`): stop quietly, without Python's complaint
+        # when it flushes stdout at exit
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EX_OK
+    except Exception as exc:  # noqa: BLE001 - every failure is one line (a traceback only with --debug)
+        return report(args.command, exc, bool(getattr(args, "debug", False)))
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ The highstate outputter lives in ``runtime.cli.highstate_output``.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any, TextIO
 
@@ -22,8 +23,12 @@ COLORS = {
 
 
 def use_color(stream: TextIO, force: bool | None = None) -> bool:
+    """``force`` when given (the command line's choice, ``args.color``), else whether stream is a
+    terminal and NO_COLOR is unset (no-color.org)."""
     if force is not None:
         return force
+    if os.environ.get("NO_COLOR"):
+        return False
     return hasattr(stream, "isatty") and stream.isatty()
 
 

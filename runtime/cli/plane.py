@@ -1,4 +1,4 @@
-"""CLI commands of the execution plane: master, minion, run, key, event, jobs, minions."""
+"""CLI commands of the execution plane: master, minion, swarm, key, event, jobs, minions (run: ``runtime.cli.run``)."""
 
 from __future__ import annotations
 
@@ -6,19 +6,23 @@ import argparse
 import json
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runtime.cli.options import (
     OUTPUTS,
     add_config,
     add_log_level,
     add_out,
-    add_target_flags,
-    parse_fun_args,
+    add_out_file,
+    add_state_output,
     plane_config,
+    positive_int,
+    positive_number,
 )
 from runtime.config import ConfigError, option
-from runtime.state_returns import STATE_FUNCTIONS
+
+if TYPE_CHECKING:
+    from runtime.master.keys import KeyStore
 
 
 def _opts(args: argparse.Namespace, role: str) -> dict[str, Any]:
@@ -35,9 +39,82 @@ def master(args: argparse.Namespace) -> int:
         opts = _opts(args, "master")
     except ConfigError as exc:
         return _fail("master", exc)
+    if args.init_store:
+        return init_store(opts)
+    if args.rotate_cluster_key:
+        return rotate_cluster_key(opts)
+    if args.status:
+        return master_status(opts, args.out == "json")
     from runtime.master import daemon
 
     return daemon.run(opts)
+
+
+def init_store(opts: dict[str, Any]) -> int:
+    """``saltpan master --init-store``: create or migrate the master store, then exit."""
+    from runtime.master.store import factory
+    from runtime.master.store.errors import StoreError
+
+    try:
+        for line in factory.init_store(opts):
+            print(line)
+    except (StoreError, ConfigError, OSError) as exc:
+        return _fail("master --init-store", exc)
+    return 0
+
+
+def rotate_cluster_key(opts: dict[str, Any]) -> int:
+    """``saltpan master --rotate-cluster-key``: a new signing key for the cluster, then exit."""
+    from runtime.master.store import factory
+    from runtime.master.store.errors import StoreError
+
+    try:
+        for line in factory.rotate_cluster_key(opts):
+            print(line)
+    except (StoreError, ConfigError, OSError) as exc:
+        return _fail("master --rotate-cluster-key", exc)
+    return 0
+
+
+def master_status(opts: dict[str, Any], as_json: bool) -> int:
+    """``saltpan master --status``: the masters sharing the store and the minions each holds."""
+    import json
+    import time
+
+    from runtime.master.store import factory
+    from runtime.master.store.errors import StoreError
+
+    try:
+        masters = factory.cluster_masters(opts)
+        sessions = factory.existing_session_store(opts)
+        holders = sessions.holders() if sessions is not None else {}
+        if sessions is not None:
+            sessions.close()
+    except (StoreError, ConfigError, OSError) as exc:
+        return _fail("master --status", exc)
+    me = factory.master_id(opts)
+    now = time.time() * 1000
+    window = 3 * max(0.2, option(opts, "heartbeat_period", float)) * 1000
+    table: dict[str, dict[str, Any]] = {}
+    for master_id, started, seen in masters or [(me, 0, int(now))]:
+        table[master_id] = {"up": now - seen <= max(window, 30_000), "started": started / 1000 if started else None,
+                            "seen": seen / 1000, "minions": []}
+    for minion_id, (master_id, _seen) in sorted(holders.items()):
+        table.setdefault(master_id, {"up": None, "started": None, "seen": None, "minions": []})["minions"].append(
+            minion_id)
+    if as_json:
+        print(json.dumps({"cluster_id": factory.cluster_id(opts), "master_id": me, "masters": table}, indent=2,
+                         sort_keys=True))
+        return 0
+    name = factory.cluster_id(opts)
+    print(f"cluster {name}" if name else f"store: {factory.describe(opts)}")
+    for master_id, row in sorted(table.items()):
+        state = {True: "up", False: "down", None: "?"}[row["up"]]
+        mark = " (this master)" if master_id == me else ""
+        print(f"{master_id}{mark}: {state}, {len(row['minions'])} minion(s)")
+        for minion_id in row["minions"]:
+            print(f"    {minion_id}")
+    return 0
 
 
 def minion(args: argparse.Namespace) -> int:
@@ -67,83 +144,6 @@ def _reexec_lean_minion(opts: dict[str, Any]) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os.execv(sys.executable, [sys.executable, "-m", "runtime.minion", "--opts-fd", str(fd)])
-
-
-def run(args: argparse.Namespace) -> int:
-    from runtime.cli import output
-    from runtime.client import ClientError, JobResult, LocalClient
-
-    try:
-        opts = _opts(args, "master")
-    except ConfigError as exc:
-        return _fail("run", exc)
-    fun_args, fun_kwargs = parse_fun_args(args.args)
-    tgt: Any = args.tgt
-    if args.tgt_type == "list" and isinstance(tgt, str):
-        tgt = [t.strip() for t in tgt.split(",") if t.strip()]
-    try:
-        client = LocalClient(opts)
-        if args.run_async:
-            published = client.publish(tgt, args.fun, fun_args, fun_kwargs, args.tgt_type, int(args.timeout))
-            print(f"Executed command with job ID: {published.jid}")
-            return 0
-        color = output.use_color(sys.stdout)
-        state_run = args.fun in STATE_FUNCTIONS
-        fmt = args.out or ("highstate" if state_run else "nested")
-        static: dict[str, Any] = {}
-        failed_states = False
-        summary: list[tuple[str, bool]] = []
-        final: JobResult | None = None
-        gather = args.gather_job_timeout if args.gather_job_timeout is not None else \
-            option(opts, "gather_job_timeout", float)
-        for item in client.cmd_iter(tgt, args.fun, fun_args, fun_kwargs, args.tgt_type, float(args.timeout),
-                                    gather_job_timeout=gather):
-            if isinstance(item, JobResult):
-                final = item
-                continue
-            minion_id, event = item
-            ret = event.get("return")
-            if args.static:
-                static[minion_id] = ret
-                continue
-            if fmt == "highstate" and state_run:
-                from runtime.cli.highstate_output import format_state_run
-
-                text, ok = format_state_run(minion_id, ret, color=color, opts=opts)
-                print(text, flush=True)
-                summary.append((minion_id, ok))
-                failed_states = failed_states or not ok
-            elif fmt == "json":
-                print(json.dumps({minion_id: ret}, indent=4, default=str), flush=True)
-            else:
-                print(output.render(ret, fmt, sys.stdout, label=minion_id), flush=True)
-        assert final is not None
-    except ClientError as exc:
-        return _fail("run", exc)
-    for minion_id in final.missing:
-        if args.static:
-            static[minion_id] = "Minion did not return. [No response]"
-        else:
-            print(output.render("Minion did not return. [No response]", fmt if fmt != "highstate" else "nested",
-                                sys.stdout, label=minion_id))
-    if args.static:
-        print(output.render(static, fmt if fmt != "highstate" else "nested", sys.stdout))
-    if summary and len(summary) > 1:
-        clean = sum(1 for _, good in summary if good)
-        print(f"\nFleet summary: {len(summary)} minions returned, {clean} without failures, "
-              f"{len(summary) - clean} with failed states, {len(final.missing)} did not return")
-    if not final.minions:
-        print("No minions matched the target. No command was sent, no jid was assigned.", file=sys.stderr)
-        return 2
-    # as `salt`: exit 1 when a minion did not return or returned a non-zero retcode
-    failed = sorted(m for m, r in final.returns.items() if r.get("retcode") not in (0, None))
-    if final.missing:
-        shown = ", ".join(final.missing[:20]) + (f" and {len(final.missing) - 20} more" if len(final.missing) > 20 else "")
-        print(f"ERROR: Minions did not return: {shown} (they may still be running the job; "
-              f"to look up the returns later: saltpan jobs lookup {final.jid})", file=sys.stderr)
-    if failed:
-        print(f"ERROR: Minions returned with non-zero exit code: {', '.join(failed)}", file=sys.stderr)
-    return 1 if final.missing or failed or failed_states else 0
 
 
 KEY_TITLES = {"local": "Local Keys:", "minions": "Accepted Keys:", "minions_denied": "Denied Keys:", "minions_pre": "Unaccepted Keys:",
@@ -187,14 +187,25 @@ def _local_finger(pki_dir: str, match: str) -> dict[str, str]:
 
 
 def key(args: argparse.Namespace) -> int:
-    from runtime.master.keys import FileKeyStore
+    from runtime.cli.master_access import require_master
+    from runtime.master.store import factory
+    from runtime.master.store.errors import StoreError
 
     try:
         opts = _opts(args, "master")
-    except ConfigError as exc:
+        require_master(opts)
+        store = factory.open_key_store(opts)
+    except (ConfigError, StoreError) as exc:
         return _fail("key", exc)
-    store = FileKeyStore(opts["pki_dir"], max_pending=option(opts, "max_pending_keys", int))
+    try:
+        return _key(args, opts, store)
+    except StoreError as exc:
+        return _fail("key", exc)
+    finally:
+        store.close()
 
+
+def _key(args: argparse.Namespace, opts: dict[str, Any], store: KeyStore) -> int:
     def show(data: dict[str, Any]) -> None:
         if args.out == "json":
             print(json.dumps(data, indent=4))
@@ -291,12 +302,14 @@ def _after_key_change(opts: dict[str, Any], action: str, changed: dict[str, list
 
 
 def event(args: argparse.Namespace) -> int:
+    from runtime.cli.master_access import require_running
     from runtime.events import PROBE_PREFIX, EventListener
 
     try:
         opts = _opts(args, "master")
     except ConfigError as exc:
         return _fail("event", exc)
+    require_running(opts)
     listener = EventListener(opts["sock_dir"], args.tag or "")
     seen = 0
     try:
@@ -328,72 +341,123 @@ def jid_to_time(jid: str) -> str:
 
 
 def job_instance(jid: str, job: dict[str, Any]) -> dict[str, Any]:
-    """A job as ``salt-run jobs.list_jobs`` shows it."""
+    """A job as ``salt-run jobs.list_jobs`` shows it (keyword arguments as Salt's ``__kwarg__`` dict)."""
     return {"Function": job.get("fun"), "Arguments": list(job.get("arg") or []), "Target": job.get("tgt"),
             "Target-type": job.get("tgt_type"), "User": job.get("user"), "StartTime": jid_to_time(jid)}
 
 
 def jobs(args: argparse.Namespace) -> int:
-    from runtime.cli import output
-    from runtime.master.jobcache import SQLiteJobCache
+    from runtime.master.store.errors import StoreError
 
     try:
         opts = _opts(args, "master")
-    except ConfigError as exc:
+        return _jobs(args, opts)
+    except (ConfigError, StoreError) as exc:
         return _fail("jobs", exc)
-    if args.action == "active":
-        from runtime.client import ClientError, LocalClient
 
-        try:
-            result = LocalClient(opts).cmd("*", "saltutil.running", timeout=float(args.timeout))
-        except ClientError as exc:
-            return _fail("jobs", exc)
-        active: dict[str, Any] = {}
-        for minion_id, ret in sorted(result.returns.items()):
-            running = ret.get("return")
-            for job in running if isinstance(running, list) else []:
-                if isinstance(job, dict) and isinstance(job.get("jid"), str):
-                    entry = active.setdefault(job["jid"], {**job_instance(job["jid"], job), "Running": [],
-                                                           "Returned": []})
-                    entry["Running"].append({minion_id: job.get("pid")})
-        if active:
-            cache = SQLiteJobCache(opts["cachedir"])
-            try:
-                for jid, entry in active.items():
-                    entry["Returned"] = sorted(cache.returns(jid))
-            finally:
-                cache.close()
-        print(output.render(active, args.out or "nested", sys.stdout))
-        return 0
-    cache = SQLiteJobCache(opts["cachedir"])
+
+def _jobs(args: argparse.Namespace, opts: dict[str, Any]) -> int:
+    from runtime.master.store import factory
+
+    if args.action == "active":
+        return _active_jobs(args, opts)
+    if args.action == "lookup" and not args.jid:
+        return _fail("jobs", ValueError("lookup needs a JID: saltpan jobs lookup JID (saltpan jobs list shows them)"))
+    if args.action == "list" and args.jid:
+        return _fail("jobs", ValueError(f"list takes no JID (got {args.jid!r}): did you mean 'saltpan jobs lookup "
+                                        f"{args.jid}'?"))
+    from runtime.cli.master_access import require_master
+
+    require_master(opts)
+    cache = factory.open_job_cache(opts)
     try:
-        data: dict[str, Any]
         if args.action == "list":
             data = {j["jid"]: job_instance(j["jid"], j) for j in cache.list_jobs(int(args.limit))}
-        else:
-            if not args.jid:
-                return _fail("jobs", ValueError("lookup needs a JID"))
-            job = cache.job(args.jid)
-            if job is None:
-                return _fail("jobs", ValueError(f"no job {args.jid} in the job cache"))
-            data = {m: r["return"] for m, r in cache.returns(args.jid).items()}
-            for missing in sorted(set(job["minions"]) - set(data)):
-                data[missing] = "Minion did not return. [No response]"
-        print(output.render(data, args.out or "nested", sys.stdout))
+            _print_data(data, args)
+            return 0
+        job = cache.job(args.jid)
+        if job is None:
+            return _fail("jobs", ValueError(f"no job {args.jid} in the job cache of {opts['cachedir']} (saltpan jobs "
+                                            "list shows the jobs it has)"))
+        returns = cache.returns(args.jid)
     finally:
         cache.close()
+    return _lookup_output(args, opts, job, returns)
+
+
+def _print_data(data: Any, args: argparse.Namespace) -> None:
+    from runtime.cli import output
+
+    print(output.render(data, args.out or "nested", sys.stdout, color=getattr(args, "color", None)))
+
+
+def _lookup_output(args: argparse.Namespace, opts: dict[str, Any], job: dict[str, Any],
+                   returns: dict[str, dict[str, Any]]) -> int:
+    """A job's returns as `saltpan run` printed them: highstate for a state run (salt-run
+    jobs.lookup_jid uses the job's outputter), minions that did not return named."""
+    from runtime.cli.job_output import NO_RESPONSE, ReturnPrinter, state_overrides
+
+    printer = ReturnPrinter(argparse.Namespace(static=args.out not in (None, "highstate"), out=args.out,
+                                               color=getattr(args, "color", False)),
+                            state_overrides(opts, args), str(job.get("fun")))
+    if printer.static:   # json, yaml, nested, txt: one document, as salt-run prints it
+        data = {m: r.get("return") for m, r in sorted(returns.items())}
+        for missing in sorted(set(job["minions"]) - set(data)):
+            data[missing] = NO_RESPONSE
+        _print_data(data, args)
+        return 0
+    for minion_id, ret in sorted(returns.items()):
+        printer.returned(minion_id, ret)
+    for minion_id in sorted(set(job["minions"]) - set(returns)):
+        printer.missing(minion_id)
+    printer.finish(len(set(job["minions"]) - set(returns)))
+    return 0
+
+
+def _active_jobs(args: argparse.Namespace, opts: dict[str, Any]) -> int:
+    """The jobs minions run now (salt-run jobs.active), leaving out this query's own job."""
+    from runtime.cli.master_access import client_for
+    from runtime.master.store import factory
+
+    result = client_for(opts).cmd("*", "saltutil.running", timeout=float(args.timeout))
+    active: dict[str, Any] = {}
+    for minion_id, ret in sorted(result.returns.items()):
+        running = ret.get("return")
+        for job in running if isinstance(running, list) else []:
+            if isinstance(job, dict) and isinstance(job.get("jid"), str) and job["jid"] != result.jid:
+                entry = active.setdefault(job["jid"], {**job_instance(job["jid"], job), "Running": [],
+                                                       "Returned": []})
+                entry["Running"].append({minion_id: job.get("pid")})
+    if active:
+        cache = factory.open_job_cache(opts)
+        try:
+            for jid, entry in active.items():
+                entry["Returned"] = sorted(cache.returns(jid))
+                cached = cache.job(jid)   # the master's record has the keyword arguments too
+                if cached is not None:
+                    entry["Arguments"] = list(cached.get("arg") or [])
+        finally:
+            cache.close()
+    _print_data(active, args)
     return 0
 
 
 def minions(args: argparse.Namespace) -> int:
-    from runtime.master.keys import FileKeyStore
+    from runtime.cli.master_access import require_master
     from runtime.master.maintenance import read_presence
+    from runtime.master.store import factory
+    from runtime.master.store.errors import StoreError
 
     try:
         opts = _opts(args, "master")
-    except ConfigError as exc:
+        require_master(opts)
+        store = factory.open_key_store(opts)
+        try:
+            keys = store.list_keys()
+        finally:
+            store.close()
+    except (ConfigError, StoreError) as exc:
         return _fail("minions", exc)
-    keys = FileKeyStore(opts["pki_dir"]).list_keys()
     accepted = keys.get("minions", [])
     if not args.status:
         data: Any = accepted
@@ -428,80 +492,114 @@ def swarm(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    def common(p: argparse.ArgumentParser) -> None:
-        add_config(p)
-        add_log_level(p)
+    master_config = ("the master's config file (default /etc/saltpan/master when it exists, else the "
+                     "built-in defaults): where its keys, job cache and sockets are")
 
-    p = sub.add_parser("master", help="run the master daemon")
-    common(p)
+    def daemon(name: str, help: str, description: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help, description=description)
+        add_config(p, help=f"the {name}'s config file, or a directory holding one named {name} (default "
+                           f"/etc/saltpan/{name} when it exists, else the built-in defaults)")
+        add_log_level(p, help="log level on stderr (config log_level, default warning)")
+        return p
+
+    p = daemon("master", "run the master daemon (foreground)",
+               "Run the master in the foreground: the request server, the publisher and the event bus "
+               "(docs/operations.md runs it as a service).  It stops on SIGTERM or Ctrl-C.")
+    p.add_argument("--init-store", dest="init_store", action="store_true",
+                   help="create or migrate the master store (master_store: sqlite or postgres) and exit")
+    p.add_argument("--rotate-cluster-key", dest="rotate_cluster_key", action="store_true",
+                   help="give the cluster (cluster_id) a new signing key and exit (docs/operations.md)")
+    p.add_argument("--status", action="store_true",
+                   help="list the masters sharing the store and the minions each holds, then exit")
+    add_out(p, ("json",), help="with --status: json")
     p.set_defaults(func=master)
 
-    p = sub.add_parser("minion", help="run the minion daemon")
-    common(p)
+    p = daemon("minion", "run the minion daemon (foreground)",
+               "Run a minion in the foreground: it authenticates with its master, runs the jobs it is sent "
+               "and returns their results (docs/operations.md).  It stops on SIGTERM or Ctrl-C.")
     p.set_defaults(func=minion)
 
-    p = sub.add_parser("swarm", help="N lightweight minions in one process (load tests only)")
-    common(p)
-    p.add_argument("--count", "-n", type=int, required=True, help="number of minions")
-    p.add_argument("--prefix", default="swarm-", help="minion id prefix (ids are PREFIX0000, PREFIX0001, ...)")
+    p = daemon("swarm", "N lightweight minions in one process (load tests only)",
+               "Run COUNT minions in one process, each with its own key, for load tests of a master "
+               "(bench/).  Not for production.")
+    p.add_argument("--count", "-n", type=positive_int, required=True, metavar="COUNT",
+                   help="number of minions (at least 1)")
+    p.add_argument("--prefix", default="swarm-",
+                   help="minion id prefix: ids are PREFIX0000, PREFIX0001, ... (default swarm-)")
     p.set_defaults(func=swarm)
 
-    p = sub.add_parser("run", help="run a function on targeted minions through the master")
-    common(p)
-    add_target_flags(p)
-    p.set_defaults(tgt_type="glob")
-    p.add_argument("--timeout", "-t", type=float, default=5.0, help="seconds to wait for returns (default 5)")
-    p.add_argument("--gather-job-timeout", dest="gather_job_timeout", type=float, default=None,
-                   help="seconds to wait for minions to say whether they still run the job, once --timeout "
-                        "has passed (config gather_job_timeout, default 3)")
-    p.add_argument("--async", dest="run_async", action="store_true", help="print the job id and return")
-    p.add_argument("--static", action="store_true", help="print all returns together at the end")
-    add_out(p, (*OUTPUTS, "highstate"))
-    p.add_argument("tgt")
-    p.add_argument("fun")
-    p.add_argument("args", nargs=argparse.REMAINDER)
-    p.set_defaults(func=run)
-
-    p = sub.add_parser("key", help="manage minion keys (as salt-key)")
-    common(p)
-    p.add_argument("-L", "--list", action="store_true")
-    p.add_argument("-a", "--accept")
-    p.add_argument("-A", "--accept-all", action="store_true")
-    p.add_argument("-r", "--reject")
-    p.add_argument("-R", "--reject-all", action="store_true")
-    p.add_argument("-d", "--delete")
-    p.add_argument("-D", "--delete-all", action="store_true")
-    p.add_argument("-f", "--finger")
-    p.add_argument("-F", "--finger-all", action="store_true")
-    p.add_argument("-p", "--print", dest="print_key")
-    p.add_argument("-P", "--print-all", action="store_true")
-    p.add_argument("-y", "--yes", action="store_true")
-    p.add_argument("--include-rejected", action="store_true")
-    p.add_argument("--include-denied", action="store_true")
-    p.add_argument("--include-accepted", action="store_true")
-    p.add_argument("--out", choices=["json", "key"], help="json, or salt-key's text format (default)")
+    p = sub.add_parser("key", help="manage minion keys (as salt-key)",
+                       description="List, accept, reject, delete and fingerprint minion keys on the master, as "
+                                   "salt-key does.  Without an action, lists all keys.  Globs (web*) select "
+                                   "several minions; the keys affected are listed and confirmed first (-y: "
+                                   "without asking).",
+                       epilog="examples:\n  saltpan key -L\n  saltpan key -a 'web*'\n  saltpan key -A -y\n"
+                              "  saltpan key -F")
+    add_config(p, help=master_config)
+    add_log_level(p)
+    actions = p.add_argument_group("actions (one at a time)").add_mutually_exclusive_group()
+    actions.add_argument("-L", "--list", action="store_true", help="list every key by state (the default)")
+    actions.add_argument("-a", "--accept", metavar="GLOB", help="accept the pending keys GLOB matches")
+    actions.add_argument("-A", "--accept-all", action="store_true", help="accept every pending key")
+    actions.add_argument("-r", "--reject", metavar="GLOB", help="reject the pending keys GLOB matches")
+    actions.add_argument("-R", "--reject-all", action="store_true", help="reject every pending key")
+    actions.add_argument("-d", "--delete", metavar="GLOB", help="delete the keys GLOB matches, in any state")
+    actions.add_argument("-D", "--delete-all", action="store_true", help="delete every key")
+    actions.add_argument("-f", "--finger", metavar="GLOB", help="print the fingerprints of the keys GLOB matches")
+    actions.add_argument("-F", "--finger-all", action="store_true",
+                         help="print every key's fingerprint, the master's own under Local Keys")
+    actions.add_argument("-p", "--print", dest="print_key", metavar="GLOB",
+                         help="print the public keys GLOB matches")
+    actions.add_argument("-P", "--print-all", action="store_true", help="print every public key")
+    p.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
+    p.add_argument("--include-rejected", action="store_true", help="accept: also rejected keys")
+    p.add_argument("--include-denied", action="store_true", help="accept, reject: also denied keys")
+    p.add_argument("--include-accepted", action="store_true", help="reject: also accepted keys")
+    p.add_argument("--out", choices=["json", "key"], metavar="OUTPUTTER",
+                   help="output format: json, or key (salt-key's text format, the default)")
     p.set_defaults(func=key)
 
-    p = sub.add_parser("event", help="watch the master's event bus")
-    common(p)
-    p.add_argument("action", choices=["listen"])
-    p.add_argument("--tag", help="only events whose tag starts with this")
-    p.add_argument("--count", type=int, default=0, help="stop after N events")
-    p.add_argument("--timeout", type=float, default=None, help="stop after S seconds")
-    p.add_argument("--out", choices=["json", "txt"])
+    p = sub.add_parser("event", help="watch the master's event bus",
+                       description="Print the events of the running master's event bus (salt-run "
+                                   "state.event): one line per event, its tag then its data as JSON.",
+                       epilog="example:\n  saltpan event listen --tag salt/job/ --count 10")
+    add_config(p, help=master_config)
+    add_log_level(p)
+    p.add_argument("action", choices=["listen"], metavar="listen", help="listen: print events as they come")
+    p.add_argument("--tag", metavar="PREFIX", help="only events whose tag starts with PREFIX (e.g. salt/job/)")
+    p.add_argument("--count", type=positive_int, default=0, metavar="N", help="stop after N events")
+    p.add_argument("--timeout", type=positive_number, default=None, metavar="SECONDS",
+                   help="stop after SECONDS (default: run until Ctrl-C)")
+    p.add_argument("--out", choices=["json", "txt"], metavar="OUTPUTTER",
+                   help="json: one JSON object a line; txt: tag, a tab, the data (the default)")
     p.set_defaults(func=event)
 
-    p = sub.add_parser("jobs", help="the job cache: list, lookup JID, active")
-    common(p)
-    p.add_argument("action", choices=["list", "lookup", "active"])
-    p.add_argument("jid", nargs="?")
-    p.add_argument("--limit", type=int, default=50)
-    p.add_argument("--timeout", type=float, default=5.0)
-    add_out(p)
+    p = sub.add_parser("jobs", help="the job cache: list, lookup JID, active",
+                       description="The master's job cache (salt-run jobs.*): 'list' the recent jobs, 'lookup "
+                                   "JID' the returns of one (as they were printed by saltpan run), 'active' "
+                                   "the jobs minions are running now.",
+                       epilog="examples:\n  saltpan jobs list --limit 10\n  saltpan jobs lookup 20260101120000123456")
+    add_config(p, help=master_config)
+    add_log_level(p)
+    p.add_argument("action", choices=["list", "lookup", "active"], metavar="ACTION",
+                   help="list, lookup (needs JID) or active")
+    p.add_argument("jid", nargs="?", metavar="JID", help="lookup: the job id (saltpan run --async prints it)")
+    p.add_argument("--limit", type=positive_int, default=50, metavar="N", help="list: the N latest jobs (default 50)")
+    p.add_argument("--timeout", "-t", type=positive_number, default=5.0, metavar="SECONDS",
+                   help="active: seconds to wait for the minions' answers (default 5)")
+    output = p.add_argument_group("output")
+    add_out(output, (*OUTPUTS, "highstate"),
+            help="output format (default nested; lookup of a state run: highstate)")
+    add_out_file(output)
+    add_state_output(output)
     p.set_defaults(func=jobs)
 
-    p = sub.add_parser("minions", help="accepted minions, with --status up/down/pending")
-    common(p)
-    p.add_argument("--status", action="store_true")
-    p.add_argument("--out", choices=["json", "txt"])
+    p = sub.add_parser("minions", help="accepted minions, with --status up/down/pending",
+                       description="The minions whose keys the master accepted; with --status, which are up "
+                                   "(heartbeating), down, and pending acceptance (salt-run manage.status).")
+    add_config(p, help=master_config)
+    add_log_level(p)
+    p.add_argument("--status", action="store_true", help="group them as up, down and pending")
+    p.add_argument("--out", choices=["json", "txt"], metavar="OUTPUTTER",
+                   help="json, or txt (one id a line; the default)")
     p.set_defaults(func=minions)

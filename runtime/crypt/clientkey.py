@@ -69,7 +69,7 @@ def make_proof(key: bytes, user: str, body: bytes, *, now: int | None = None) ->
 def verify_proof(key: bytes, proof: Any, body: bytes, *, now: int | None = None,
                  max_skew_ms: int = DEFAULT_MAX_SKEW_MS, not_before_ms: int = 0) -> tuple[str, bytes]:
     """Check a proof made with ``key``; return ``(user, nonce)``.  The caller must then claim the
-    nonce once in the shared store (``SQLiteSessionStore.claim_nonce``).  ``not_before_ms`` is
+    nonce once in the shared store (``SessionStore.claim_nonce``).  ``not_before_ms`` is
     the master's start: a proof made earlier is ``stale`` even within the clock window (a capture
     replayed after a restart).  Raises ``BadMessage`` (``bad_proof``) or ``ReplayRefused``
     (``stale``/``future``)."""

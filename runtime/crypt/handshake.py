@@ -234,7 +234,7 @@ def answer_hello(identity: Identity, hello: Hello, outcome: str, *, reason: str 
     ``accepted`` needs a verified hello and a grant.  Pass the grant as a callable to have it
     called with the session keys before anything is sealed: that is where the master records the
     session and reads the current publish key in one transaction
-    (``SQLiteSessionStore.open_session``).  If the minion's ephemeral key is unusable the reply
+    (``SessionStore.open_session``).  If the minion's ephemeral key is unusable the reply
     is ``refused`` (``bad_ephemeral_key``) and no session is made.
     """
     if outcome not in OUTCOMES:

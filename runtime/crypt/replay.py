@@ -8,7 +8,7 @@ within ``max_skew_ms`` of now (``stale`` / ``future``).
 
 :func:`window_admit` is the pure rule; :class:`MemoryReplayGuard` keeps windows for one process
 (a minion checking publications); the master's workers share theirs through
-``runtime.master.sessions.SQLiteSessionStore`` which applies the same rule inside a transaction.
+``runtime.master.sessions.SessionStore`` which applies the same rule inside a transaction.
 """
 
 from __future__ import annotations

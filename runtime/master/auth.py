@@ -40,6 +40,7 @@ from runtime.crypt.handshake import (
 from runtime.crypt.identity import Identity, fingerprint, public_to_pem
 from runtime.master.keys import KeyStore, id_problem
 from runtime.master.sessions import SessionStore
+from runtime.master.store.errors import StoreError
 
 _EVENT_ACT = {"accepted": "accept", "pending": "pend", "rejected": "reject", "denied": "denied"}
 
@@ -108,6 +109,14 @@ class AuthService:
                                 str(exc))
         if id_problem(hello.minion_id) is not None:
             return self._refuse(hello, "invalid_id", current)
+        try:
+            return self._admit(hello, current)
+        except StoreError as exc:
+            # the key store or the nonces are out of reach (PostgreSQL down): no key is admitted,
+            # the minion is told so (signed) and retries with its backoff
+            return self._refuse(hello, exc.reason, current, detail=exc.message)
+
+    def _admit(self, hello: Hello, current: int) -> AuthDecision:
         expires = max(hello.ts_ms, current) + self.settings.hello_skew_ms + 1000
         if not self.sessions.claim_nonce("hello", hello.nonce, expires):
             return self._refuse(hello, "replayed", current)
@@ -134,8 +143,12 @@ class AuthService:
             still_accepted = self.keys.is_accepted(hello.minion_id, hello.pub)
         except KeyFileError:
             still_accepted = False
+        except StoreError as exc:   # cannot tell: never hand out that grant
+            self.sessions.drop_session(session.sid)
+            return self._refuse(hello, exc.reason, current, detail=exc.message)
         if not still_accepted:
             # deleted or rejected between admit() and open_session(): never hand out that grant
             self.sessions.drop_session(session.sid)
             return self._refuse(hello, "revoked", current)
         return AuthDecision(reply, "accepted", "", hello.minion_id, hello.pub, session)
+

@@ -1,11 +1,14 @@
 """`saltpan master`: the process manager and the processes it keeps running.
 
-* Publisher: PULL publish_pull.ipc -> PUB tcp publish_port
+* Publisher: PULL publish_pull.ipc -> XPUB tcp publish_port (jobs; the boot announcement whenever a
+  minion subscribes: runtime/master/announcer.py)
 * EventPublisher: PULL master_event_pull.ipc -> PUB master_event_pub.ipc
 * ReqServer: ROUTER tcp ret_port <-> ROUTER workers.ipc (RequestProxy: checks, rate limits,
   per-class queues served in priority order)
 * MWorkers (worker_threads): one request at a time from workers.ipc (runtime.master.worker)
 * Maintenance: presence events, publish key rotation, job cache pruning
+* ClusterRelay (master_store: postgres): jobs, revocations and events to and from the other
+  masters sharing the store (runtime.master.cluster)
 * GitfsUpdate (with gitfs or a git ext_pillar): fetches each git remote on its update interval
 
 Each child is restarted when it dies.  SIGTERM stops them all and removes the
@@ -14,6 +17,7 @@ pid file; ipc sockets live in sock_dir (0700) and are 0600.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import multiprocessing
 import os
@@ -32,9 +36,10 @@ from runtime.crypt.identity import Identity, load_or_create_identity
 from runtime.events import EVENT_PUB, EVENT_PULL
 from runtime.log_setup import setup_daemon
 from runtime.master import worker as worker_mod
-from runtime.master.sessions import SQLiteSessionStore
 from runtime.private_files import ensure_private_dir
 from runtime.ratelog import RateLimitedLog
+from runtime.transport_conns import ConnectionLimits
+from runtime.transport_flows import ClientProofs, current_user
 
 log = logging.getLogger("saltpan.master")
 
@@ -63,20 +68,43 @@ def set_process_name(name: str) -> None:
         pass
 
 
-def publisher_main(opts: dict[str, Any]) -> None:
+def publisher_main(opts: dict[str, Any], identity: Identity) -> None:
     stop = _child_setup(opts, "Publisher")
+    from runtime.crypt.announce import ANNOUNCE_TOPIC
+    from runtime.master.announcer import Announcer
+    from runtime.master.store import factory
+
+    store = factory.open_session_store(opts)
+    announcer = Announcer.from_opts(opts, identity, store.started_ms())
+    store.close()
     ctx = zmq.Context()
     pull = transport.make_socket(ctx, zmq.PULL)
     transport.bind(pull, transport.ipc_address(opts["sock_dir"], worker_mod.PUBLISH_PULL))
-    pub = transport.make_socket(ctx, zmq.PUB, transport.SocketLimits(sndhwm=100_000))
+    # XPUB: the subscriptions of (re)connecting minions reach us, each one (VERBOSE), and make the
+    # boot announcement due (runtime/master/announcer.py)
+    pub = transport.make_socket(ctx, zmq.XPUB, transport.SocketLimits(sndhwm=100_000))
+    pub.setsockopt(zmq.XPUB_VERBOSE, 1)
     transport.bind(pub, transport.tcp_address(opts["interface"], int(opts["publish_port"])))
+    poller = zmq.Poller()
+    poller.register(pull, zmq.POLLIN)
+    poller.register(pub, zmq.POLLIN)
     try:
         while not stop.is_set():
-            if not pull.poll(200, zmq.POLLIN):
-                continue
-            frames = pull.recv_multipart()
-            if len(frames) == 2:
-                transport.send_publication(pub, frames[1], frames[0])
+            wait = announcer.wait_ms()
+            events = dict(poller.poll(200 if wait is None else min(200, wait)))
+            if pub in events:
+                for _ in range(10_000):
+                    try:
+                        announcer.note_subscription(pub.recv(zmq.NOBLOCK))
+                    except zmq.Again:
+                        break
+            if pull in events:
+                frames = pull.recv_multipart()
+                if len(frames) == 2:
+                    transport.send_publication(pub, frames[1], frames[0])
+            announcement = announcer.take()
+            if announcement is not None:
+                transport.send_publication(pub, announcement, ANNOUNCE_TOPIC)
     finally:
         pull.close(linger=0)
         pub.close(linger=0)
@@ -112,9 +140,10 @@ def event_publisher_main(opts: dict[str, Any]) -> None:
 
 def req_server_main(opts: dict[str, Any]) -> None:
     stop = _child_setup(opts, "ReqServer")
+    transport.return_large_buffers_to_os()   # before libzmq's threads make their arenas
     ctx = zmq.Context()
     limits = transport.SocketLimits(max_message_size=option(opts, "max_message_size", int))
-    front = transport.make_socket(ctx, zmq.ROUTER, limits)
+    front = transport.make_socket(ctx, zmq.ROUTER, dataclasses.replace(limits, rcvhwm=transport.FRONTEND_RCVHWM))
     transport.bind(front, transport.tcp_address(opts["interface"], int(opts["ret_port"])))
     back = transport.make_socket(ctx, zmq.ROUTER, limits)
     transport.bind(back, transport.ipc_address(opts["sock_dir"], worker_mod.WORKERS_IPC))
@@ -126,13 +155,33 @@ def req_server_main(opts: dict[str, Any]) -> None:
                                                  burst=option(opts, "clear_burst_global", float))
     refusals = RateLimitedLog(log, option(opts, "refusal_log_interval", float))
     proxy = transport.RequestProxy(front, back, log=refusals,
-                                   admit=transport.ClearRateLimit(per_peer, global_bucket, client_per_peer))
+                                   admit=transport.ClearRateLimit(per_peer, global_bucket, client_per_peer),
+                                   connections=connection_limits(opts),
+                                   proofs=ClientProofs(opts["cachedir"], current_user()))
     try:
         proxy.run(stop)
     finally:
         front.close(linger=0)
         back.close(linger=0)
         ctx.term()
+
+
+def connection_limits(opts: dict[str, Any]) -> ConnectionLimits:
+    """The request port's connection bounds (runtime.transport_conns) from the config; at most as
+    many connections as the open-files limit leaves room for."""
+    import resource
+
+    wanted = option(opts, "max_connections", int)
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    allowed = wanted if soft == resource.RLIM_INFINITY else max(64, min(wanted, soft - 256))
+    if allowed < wanted:
+        log.warning("max_connections %d lowered to %d: the open-files limit is %d (raise it with ulimit -n)",
+                    wanted, allowed, soft)
+    heartbeat = option(opts, "heartbeat_period", float)
+    return ConnectionLimits(max_connections=allowed, idle_s=max(300.0, 10 * heartbeat),
+                            max_unfinished=option(opts, "max_unfinished_bytes", int),
+                            max_message=option(opts, "max_message_size", int),
+                            max_unread=option(opts, "max_unread_reply_bytes", int))
 
 
 def worker_main(opts: dict[str, Any], identity: Identity, index: int) -> None:
@@ -145,6 +194,13 @@ def maintenance_main(opts: dict[str, Any]) -> None:
 
     stop = _child_setup(opts, "Maintenance")
     maintenance.run(opts, stop)
+
+
+def cluster_relay_main(opts: dict[str, Any], identity: Identity) -> None:
+    from runtime.master import cluster
+
+    stop = _child_setup(opts, "ClusterRelay")
+    cluster.run(opts, identity, stop)
 
 
 def gitfs_update_main(opts: dict[str, Any]) -> None:
@@ -216,20 +272,32 @@ class ProcessManager:
 
 
 def prepare(opts: dict[str, Any]) -> Identity:
-    """Directories, the master key pair, client keys, and a fresh session store."""
+    """Directories, the master key pair, client keys, the master store checked (reachable, schema
+    current), the cluster key (with cluster_id) and this master's sessions reset; the key the master
+    signs with."""
     for name in (EVENT_PULL, EVENT_PUB, worker_mod.WORKERS_IPC, worker_mod.PUBLISH_PULL):
         transport.ipc_path(opts["sock_dir"], name)  # raises AddressError when sock_dir is too long
     for key in ("pki_dir", "cachedir", "sock_dir"):
         ensure_private_dir(opts[key])
     identity, created = load_or_create_identity(opts["pki_dir"], "master")
     if created:
-        log.warning("created the master key pair in %s (fingerprint %s)", opts["pki_dir"], identity.fingerprint)
+        log.info("created the master key pair in %s (fingerprint %s)", opts["pki_dir"], identity.fingerprint)
     load_or_create_client_key(client_key_path(opts["cachedir"], _user()))
     for user in option(opts, "publisher_acl", dict):
         _client_key_for(opts["cachedir"], str(user))
-    store = SQLiteSessionStore.in_sock_dir(opts["sock_dir"])
-    store.reset()
-    store.close()
+    from runtime.master.store import factory
+
+    factory.check_store(opts)
+    cluster_key = factory.cluster_identity(opts, identity)
+    if cluster_key is not identity:
+        log.warning("cluster %s: signing with the cluster key %s (pki_dir/cluster.pub)", factory.cluster_id(opts),
+                    cluster_key.fingerprint)
+        identity = cluster_key
+    store = factory.open_session_store(opts)
+    try:
+        store.reset()
+    finally:
+        store.close()   # before the children are forked: they open their own connections
     return identity
 
 
@@ -286,9 +354,11 @@ def run(opts: dict[str, Any]) -> int:
     """Run the master until SIGTERM/SIGINT; 0 after a clean stop, 2 when it cannot start."""
 
     from runtime import pidfile, sdnotify
+    from runtime.config import ConfigError
     from runtime.crypt.errors import KeyFileError
     from runtime.gitfs.remotes import GitConfigError
     from runtime.log_setup import LogFileError, cannot_start, setup_daemon
+    from runtime.master.store.errors import StoreError
     from runtime.transport import TransportError
 
     stop = threading.Event()
@@ -304,20 +374,24 @@ def run(opts: dict[str, Any]) -> int:
         return cannot_start("master", exc, log)
     try:
         identity = prepare(opts)
-    except (OSError, KeyFileError) as exc:
+    except (OSError, KeyFileError, StoreError, ConfigError) as exc:
         pidfile.release(opts.get("pidfile"))
         return cannot_start("master", exc, log)
     manager = ProcessManager()
     manager.add("EventPublisher", event_publisher_main, opts)
-    manager.add("Publisher", publisher_main, opts)
+    manager.add("Publisher", publisher_main, opts, identity)
     for index in range(max(1, option(opts, "worker_threads", int))):
         manager.add(f"MWorker-{index}", worker_main, opts, identity, index)
     manager.add("ReqServer", req_server_main, opts)
     manager.add("Maintenance", maintenance_main, opts)
+    from runtime.master.store import factory
+
+    if factory.is_shared(opts):
+        manager.add("ClusterRelay", cluster_relay_main, opts, identity)
     if remotes:
         manager.add("GitfsUpdate", gitfs_update_main, opts)
     manager.start_all()
-    log.warning("master started: ret_port %s, publish_port %s, %d workers (pid %d)", opts["ret_port"],
+    log.info("master started: ret_port %s, publish_port %s, %d workers (pid %d)", opts["ret_port"],
                 opts["publish_port"], option(opts, "worker_threads", int), os.getpid())
     ready = False
     try:
@@ -330,5 +404,5 @@ def run(opts: dict[str, Any]) -> int:
         sdnotify.notify("STOPPING=1")
         manager.stop_all()
         pidfile.release(opts.get("pidfile"))
-        log.warning("master stopped")
+        log.info("master stopped")
     return 0

@@ -1,8 +1,10 @@
-"""The minion data cache: each minion's last grains and last compiled pillar.
+"""The minion data cache: per minion and bank (``grains``, ``pillar``, ``mine``, ...), the last
+value stored.
 
-The master targets grain and pillar expressions against it (expected minions),
-and ``compile --all`` uses the grains as its default fleet.  SQLite under
-cachedir, readable by several processes.
+The master targets grain and pillar expressions against it (expected minions), and
+``compile --all`` uses the grains as its default fleet.  :class:`DataCache` is the interface;
+:class:`BankCache` holds its rules once over a backend's rows (SQLite under cachedir, or
+PostgreSQL shared by masters: ``runtime.master.store``, whose factory alone names a backend).
 
 Bounds on what a minion can make the master hold and redo (issue 16):
 
@@ -10,32 +12,52 @@ Bounds on what a minion can make the master hold and redo (issue 16):
   of JSON is stored; :class:`DataTooLarge` is raised instead, and the entry the bank held
   for that minion is dropped (the master then treats the minion as having no data there,
   rather than acting on stale data).
-* :meth:`SQLiteDataCache.all` decodes each entry once per change and keeps it, within a
+* :meth:`BankCache.all` decodes each entry once per change and keeps it, within a
   budget per process, so a publish does not JSON-decode every minion's grains and pillar
-  again; :meth:`SQLiteDataCache.view` defers even that until a target needs data.
+  again; :meth:`BankCache.view` defers even that until a target needs data.
+
+``still_known(minion)``, when given (the master's workers), is asked after every store: data
+stored for a minion that no longer has a session is removed again, so a request admitted just
+before its key was deleted cannot leave data behind for the id's next holder
+(``runtime.master.revocation``).
 """
 
 from __future__ import annotations
 
+import abc
 import json
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Protocol
 
 from runtime.master import jsonsafe
-from runtime.master.cachedb import open_cache_db
 
 DECODED_BUDGET = 32 * 1024 * 1024    # characters of JSON kept decoded per process (beyond: decoded per use)
 
 
 class DataCache(Protocol):
-    def store(self, minion: str, bank: str, data: Any) -> None: ...
+    def store(self, minion: str, bank: str, data: Any) -> None:
+        """Keep ``data`` as the minion's entry in ``bank`` (:class:`DataTooLarge` past max_size)."""
 
-    def fetch(self, minion: str, bank: str) -> Any: ...
+    def fetch(self, minion: str, bank: str) -> Any:
+        """A fresh copy of the entry (the caller may change it), None when there is none."""
 
-    def minions(self) -> list[str]: ...
+    def updated(self, minion: str, bank: str) -> float | None:
+        """When the entry was stored (time.time()), None when there is none."""
 
-    def flush(self, minion: str) -> None: ...
+    def minions(self) -> list[str]:
+        """Every minion with an entry in any bank, sorted."""
+
+    def flush(self, minion: str) -> None:
+        """Forget every entry of ``minion``."""
+
+    def all(self, bank: str) -> dict[str, Any]:
+        """Every minion's entry in ``bank``: shared, read-only values."""
+
+    def view(self, bank: str) -> Mapping[str, Any]:
+        """``all(bank)`` read only when first looked into."""
+
+    def close(self) -> None: ...
 
 
 class DataTooLarge(Exception):
@@ -48,66 +70,78 @@ class DataTooLarge(Exception):
         self.message = message
 
 
-DB_NAME = "minion_data.sqlite"
-_SCHEMA = ("CREATE TABLE IF NOT EXISTS data (minion TEXT, bank TEXT, value TEXT, updated REAL, "
-           "PRIMARY KEY (minion, bank))")
+Version = tuple[float, int]
+"""What tells two stored copies of an entry apart: (updated, length of its JSON)."""
 
 
-class SQLiteDataCache:
-    """``still_known(minion)``, when given (the master's workers), is asked after every store:
-    data stored for a minion that no longer has a session is removed again, so a request
-    admitted just before its key was deleted cannot leave data behind for the id's next holder
-    (``runtime.master.revocation``).  ``max_size`` bounds every entry (bytes of JSON)."""
+class BankCache(abc.ABC):
+    """:class:`DataCache`'s rules over a backend's rows of (minion, bank, JSON text, updated)."""
 
-    def __init__(self, cachedir: str, *, still_known: Callable[[str], bool] | None = None,
-                 max_size: int | None = None):
-        # synchronous=NORMAL (no fsync per commit): a cache every minion refills at its next session
-        # (grains) and the master recompiles (pillar); with an fsync per store, an auth storm of
-        # 10,000 minions queued 20,000 fsyncs behind SQLite's one write lock
-        self.path, self._db = open_cache_db(cachedir, DB_NAME, _SCHEMA, synchronous_normal=True)
+    def __init__(self, *, still_known: Callable[[str], bool] | None = None, max_size: int | None = None):
         self.still_known = still_known
         self.max_size = max_size
-        # (minion, bank) -> ((updated, length), decoded value), shared by callers of all(): read-only
-        self._decoded: dict[tuple[str, str], tuple[tuple[float, int], Any]] = {}
+        # (minion, bank) -> (version, decoded value), shared by callers of all(): read-only
+        self._decoded: dict[tuple[str, str], tuple[Version, Any]] = {}
         self._decoded_chars = 0
 
-    def close(self) -> None:
-        self._db.close()
+    # ------------------------------------------------------------ rows
+    @abc.abstractmethod
+    def _put(self, minion: str, bank: str, text: str, updated: float) -> None:
+        """Insert or replace the row."""
 
+    @abc.abstractmethod
+    def _delete(self, minion: str, bank: str, updated: float | None = None) -> None:
+        """Delete the row (only if it still has ``updated``, when given)."""
+
+    @abc.abstractmethod
+    def _get(self, minion: str, bank: str) -> tuple[str, float] | None:
+        """(text, updated) of the row."""
+
+    @abc.abstractmethod
+    def _versions(self, bank: str) -> dict[str, Version]:
+        """{minion: version} of every row of ``bank``."""
+
+    @abc.abstractmethod
+    def _texts(self, bank: str, minions: Iterable[str]) -> Iterator[tuple[str, str, float]]:
+        """(minion, text, updated) of the rows of ``bank`` for ``minions``."""
+
+    @abc.abstractmethod
+    def minions(self) -> list[str]: ...
+
+    @abc.abstractmethod
+    def flush(self, minion: str) -> None: ...
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Release what the cache holds open."""
+
+    # ------------------------------------------------------------ the interface
     def store(self, minion: str, bank: str, data: Any) -> None:
         text = jsonsafe.dumps(data)          # ASCII: characters are bytes
         if self.max_size is not None and len(text) > self.max_size:
-            self._db.execute("DELETE FROM data WHERE minion=? AND bank=?", (minion, bank))
+            self._delete(minion, bank)
             raise DataTooLarge(f"{bank} of {minion} would take {len(text)} bytes, more than max_minion_data_size "
                                f"({self.max_size}): not stored (trim it, or raise max_minion_data_size on the "
                                "master)")
         updated = time.time()
-        self._db.execute("INSERT OR REPLACE INTO data VALUES (?, ?, ?, ?)", (minion, bank, text, updated))
+        self._put(minion, bank, text, updated)
         if self.still_known is not None and not self.still_known(minion):
             # revoked (and flushed) while this request was being handled: undo our write only
-            self._db.execute("DELETE FROM data WHERE minion=? AND bank=? AND updated=?", (minion, bank, updated))
+            self._delete(minion, bank, updated)
 
     def fetch(self, minion: str, bank: str) -> Any:
-        """A fresh copy (the caller may change it)."""
-        row = self._db.execute("SELECT value FROM data WHERE minion=? AND bank=?", (minion, bank)).fetchone()
+        row = self._get(minion, bank)
         return json.loads(row[0]) if row else None
 
     def updated(self, minion: str, bank: str) -> float | None:
-        row = self._db.execute("SELECT updated FROM data WHERE minion=? AND bank=?", (minion, bank)).fetchone()
-        return row[0] if row else None
-
-    def minions(self) -> list[str]:
-        return [r[0] for r in self._db.execute("SELECT DISTINCT minion FROM data ORDER BY minion")]
-
-    def flush(self, minion: str) -> None:
-        self._db.execute("DELETE FROM data WHERE minion=?", (minion,))
+        row = self._get(minion, bank)
+        return row[1] if row else None
 
     def all(self, bank: str) -> dict[str, Any]:
-        """Every minion's entry in ``bank``.  Entries are decoded once per change and kept (up to
-        ``DECODED_BUDGET`` characters of JSON per process): the values are shared between calls
-        and must not be changed (``fetch`` gives a copy to change)."""
-        versions = {m: (u, n) for m, u, n in self._db.execute(
-            "SELECT minion, updated, length(value) FROM data WHERE bank=?", (bank,))}
+        """Entries are decoded once per change and kept (up to ``DECODED_BUDGET`` characters of
+        JSON per process): the values are shared between calls and must not be changed
+        (``fetch`` gives a copy to change)."""
+        versions = self._versions(bank)
         out: dict[str, Any] = {}
         missing = []
         for minion, version in versions.items():
@@ -119,20 +153,15 @@ class SQLiteDataCache:
         for key in [k for k in self._decoded if k[1] == bank and k[0] not in versions]:
             self._forget(key)
         if missing:
-            wanted = set(missing)
-            for minion, value, updated in self._db.execute("SELECT minion, value, updated FROM data WHERE bank=?",
-                                                           (bank,)):
-                if minion in wanted:
-                    out[minion] = decoded = json.loads(value)
-                    self._keep((minion, bank), (updated, len(value)), decoded)
+            for minion, text, updated in self._texts(bank, missing):
+                out[minion] = decoded = json.loads(text)
+                self._keep((minion, bank), (updated, len(text)), decoded)
         return out
 
     def view(self, bank: str) -> Mapping[str, Any]:
-        """``all(bank)`` as a mapping read from the database only when first looked into (a
-        target that needs no data costs nothing)."""
         return _LazyBank(lambda: self.all(bank))
 
-    def _keep(self, key: tuple[str, str], version: tuple[float, int], value: Any) -> None:
+    def _keep(self, key: tuple[str, str], version: Version, value: Any) -> None:
         self._forget(key)
         if self._decoded_chars + version[1] <= DECODED_BUDGET:
             self._decoded[key] = (version, value)

@@ -1,7 +1,6 @@
-"""The master's minion key store, with Salt's states, directories and ``salt-key`` semantics.
+"""The master's minion key store: Salt's key states and ``salt-key`` semantics, for every backend.
 
-Layout under ``pki_dir`` (Salt's names; directories 0700, files 0600, one PEM public key per
-file named by the minion id)::
+Salt's states, named after its directories under ``pki_dir``::
 
     minions/           accepted
     minions_pre/       pending (waiting for ``saltpan key -a``)
@@ -9,7 +8,7 @@ file named by the minion id)::
     minions_denied/    denied: a key presented for an id that already has another key
 
 An id has at most one of accepted / pending / rejected; a denied key sits beside them.
-:meth:`FileKeyStore.admit` is what the ``_auth`` handler calls:
+:meth:`RecordKeyStore.admit` is what the ``_auth`` handler calls:
 
 =====================  ==========================================  ==========
 key on file for id      presented key                               outcome
@@ -25,28 +24,28 @@ none                   any, pending set full                       pending_full 
 The pending limit stops key-store flooding with new ids (CVE-2023-20897's class).  Operator
 commands (:meth:`accept`, :meth:`reject`, :meth:`delete`, :meth:`finger`, :meth:`print_keys`)
 take Salt's match: a glob, or a comma-separated list of globs (taken as typed, never stripped),
-or a list of exact ids (what the operator confirmed).  Writes hold an exclusive lock shared by
-every process (``_StoreLock``).  Every method returns what it
-matched or changed as ``{status_dir: [ids]}`` so the caller can fire ``salt/key`` events and
-revoke sessions (:meth:`runtime.master.sessions.SQLiteSessionStore.revoke`) for ids that lost
-their accepted key.
+or a list of exact ids (what the operator confirmed).  Writes are one writer at a time across
+every process and every master sharing the store (``RecordKeyStore._locked``).  Every method
+returns what it matched or changed as ``{status: [ids]}`` so the caller can fire ``salt/key``
+events and revoke sessions (``runtime.master.revocation``) for ids that lost their accepted key.
+
+:class:`KeyStore` is the interface; :class:`RecordKeyStore` holds these rules once over a
+backend's primitives (read, write, remove, list, count, lock): the files of Salt's pki_dir
+layout, or a PostgreSQL table (``runtime.master.store``; only its factory names a backend).
 """
 
 from __future__ import annotations
 
-import fcntl
+import abc
 import fnmatch
-import os
 import re
-import threading
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol
 
 from runtime.crypt.errors import KeyFileError
-from runtime.crypt.identity import fingerprint, public_from_pem, public_to_pem
-from runtime.private_files import PrivateFileError, ensure_private_dir, read_private, write_private
+from runtime.crypt.identity import fingerprint, public_to_pem
 
 ACCEPTED = "minions"
 PENDING = "minions_pre"
@@ -122,7 +121,7 @@ KeyMatch = str | Sequence[str]
 
 
 class KeyStore(Protocol):
-    """What the master needs from a key store; a PostgreSQL backend implements the same."""
+    """What the master and ``saltpan key`` need from a key store."""
 
     def lookup(self, minion_id: str) -> KeyRecord | None: ...
     def denied_key(self, minion_id: str) -> KeyRecord | None: ...
@@ -136,101 +135,52 @@ class KeyStore(Protocol):
     def delete(self, match: KeyMatch) -> dict[str, list[str]]: ...
     def finger(self, match: KeyMatch) -> dict[str, dict[str, str]]: ...
     def print_keys(self, match: KeyMatch) -> dict[str, dict[str, str]]: ...
+    def close(self) -> None: ...
 
 
-def _matcher(match: KeyMatch) -> Callable[[str], bool]:
+def key_matcher(match: KeyMatch) -> Callable[[str], bool]:
     if isinstance(match, str):
         patterns = match.split(",")     # as salt-key: no stripping, so 'web1 ' is not 'web1'
         return lambda minion_id: any(fnmatch.fnmatchcase(minion_id, p) for p in patterns)
     return frozenset(match).__contains__
 
 
-class _StoreLock:
-    """One writer at a time across the master's processes (workers, ``saltpan key``): an
-    exclusive ``flock`` on ``pki_dir/.keystore.lock``, plus a thread lock (``flock`` does not
-    exclude threads sharing a descriptor).  Makes "count the pending keys, then write one" and
-    "look up, then store" atomic, so concurrent hellos cannot exceed ``max_pending`` nor
-    overwrite each other's pending key."""
 
-    NAME = ".keystore.lock"
+class RecordKeyStore(abc.ABC):
+    """:class:`KeyStore`'s rules over a backend's primitives.  A backend implements the
+    primitives below (and may answer :meth:`lookup` and :meth:`list_keys` in one query)."""
 
-    def __init__(self, pki_dir: str) -> None:
-        self.path = os.path.join(pki_dir, self.NAME)
-        self._thread_lock = threading.Lock()
-        self._fd = -1
-        self._pid = -1
+    max_pending: int
 
-    def _descriptor(self) -> int:
-        if self._fd < 0 or self._pid != os.getpid():   # not shared with a forked parent
-            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-            self._pid = os.getpid()
-        return self._fd
-
-    @contextmanager
-    def held(self) -> Iterator[None]:
-        with self._thread_lock:
-            fd = self._descriptor()
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-
-
-class FileKeyStore:
-    """:class:`KeyStore` in Salt's directory layout under ``pki_dir``."""
-
-    def __init__(self, pki_dir: str, *, max_pending: int = DEFAULT_MAX_PENDING) -> None:
-        self.pki_dir = ensure_private_dir(pki_dir)
-        self.max_pending = max_pending
-        for status in STATUSES:
-            ensure_private_dir(os.path.join(self.pki_dir, status))
-        self._lock = _StoreLock(self.pki_dir)
-
-    # ------------------------------------------------------------ files
-    def _path(self, status: str, minion_id: str) -> str:
-        return os.path.join(self.pki_dir, status, check_id(minion_id))
-
+    # ------------------------------------------------------------ primitives
+    @abc.abstractmethod
     def _read(self, status: str, minion_id: str) -> KeyRecord | None:
-        path = self._path(status, minion_id)
-        try:
-            data = read_private(path, max_size=MAX_KEY_FILE, require_private=False)
-        except FileNotFoundError:
-            return None
-        except PrivateFileError as exc:  # a symlink or a directory planted in the store
-            raise KeyFileError(str(exc)) from None
-        return KeyRecord(minion_id, status, public_from_pem(data, path))
+        """The key of ``minion_id`` in ``status``; ``KeyFileError`` when it is unusable."""
 
+    @abc.abstractmethod
     def _write(self, status: str, minion_id: str, public_raw: bytes) -> None:
-        write_private(self._path(status, minion_id), public_to_pem(public_raw))
+        """Store the key in ``status`` (replacing what that status held for the id)."""
 
+    @abc.abstractmethod
     def _remove(self, status: str, minion_id: str) -> bool:
-        try:
-            os.unlink(self._path(status, minion_id))
-            return True
-        except FileNotFoundError:
-            return False
+        """Remove the id's key from ``status``; False when there was none."""
 
+    @abc.abstractmethod
     def _ids(self, status: str) -> list[str]:
-        directory = os.path.join(self.pki_dir, status)
-        names = []
-        with os.scandir(directory) as it:
-            for entry in it:
-                if entry.name.startswith(".tmp-") or not valid_id(entry.name):
-                    continue
-                if entry.is_file(follow_symlinks=False):
-                    names.append(entry.name)
-        return sorted(names, key=str.lower)
+        """The ids in ``status``, sorted case-insensitively (as salt-key lists them)."""
 
+    @abc.abstractmethod
     def _count(self, status: str, limit: int) -> int:
-        n = 0
-        with os.scandir(os.path.join(self.pki_dir, status)) as it:
-            for entry in it:
-                if not entry.name.startswith(".tmp-"):
-                    n += 1
-                    if n >= limit:
-                        break
-        return n
+        """How many ids are in ``status``, counting no further than ``limit``."""
+
+    @abc.abstractmethod
+    def _locked(self) -> AbstractContextManager[None]:
+        """One writer at a time across every process (and master) using this store: the
+        primitives called inside see and make one consistent change."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Release what the store holds open (files, connections)."""
 
     # ------------------------------------------------------------ lookups
     def lookup(self, minion_id: str) -> KeyRecord | None:
@@ -257,10 +207,10 @@ class FileKeyStore:
     # ------------------------------------------------------------ auth
     def admit(self, minion_id: str, public_raw: bytes, *, auto_accept: bool = False) -> str:
         """Record a key presented at auth; return accepted / pending / rejected / denied / pending_full.
-        Atomic across the master's processes (the pending cap and "first key wins" hold under
-        concurrent hellos)."""
+        Atomic across the master's processes and the masters sharing the store (the pending cap
+        and "first key wins" hold under concurrent hellos)."""
         check_id(minion_id)
-        with self._lock.held():
+        with self._locked():
             return self._admit(minion_id, public_raw, auto_accept)
 
     def _admit(self, minion_id: str, public_raw: bytes, auto_accept: bool) -> str:
@@ -288,7 +238,7 @@ class FileKeyStore:
 
     # ------------------------------------------------------------ operator commands
     def _match(self, match: KeyMatch, statuses: tuple[str, ...]) -> dict[str, list[str]]:
-        wanted = _matcher(match)
+        wanted = key_matcher(match)
         found: dict[str, list[str]] = {}
         for status in statuses:
             ids = [i for i in self._ids(status) if wanted(i)]
@@ -321,7 +271,7 @@ class FileKeyStore:
         """Accept pending keys matching ``match`` (``*`` for all: ``saltpan key -A``).  Returns the
         ids accepted, by the status they came from."""
         statuses = (PENDING,) + ((REJECTED,) if include_rejected else ()) + ((DENIED,) if include_denied else ())
-        with self._lock.held():
+        with self._locked():
             return self._move(self._match(match, statuses), ACCEPTED)
 
     def reject(self, match: KeyMatch, *, include_accepted: bool = False,
@@ -329,13 +279,13 @@ class FileKeyStore:
         """Reject pending keys matching ``match``.  Ids that came from ``minions`` lost their
         accepted key: revoke their sessions and rotate the publish key."""
         statuses = (PENDING,) + ((ACCEPTED,) if include_accepted else ()) + ((DENIED,) if include_denied else ())
-        with self._lock.held():
+        with self._locked():
             return self._move(self._match(match, statuses), REJECTED)
 
     def delete(self, match: KeyMatch) -> dict[str, list[str]]:
         """Delete every key (any status) matching ``match``; returns what was deleted."""
         deleted: dict[str, list[str]] = {}
-        with self._lock.held():
+        with self._locked():
             for status, ids in self._match(match, STATUSES).items():
                 for minion_id in ids:
                     if self._remove(status, minion_id):
@@ -365,3 +315,32 @@ class FileKeyStore:
     def print_keys(self, match: KeyMatch) -> dict[str, dict[str, str]]:
         """``{status: {id: PEM text}}`` for keys matching ``match`` (``saltpan key -p``)."""
         return self._describe(match, lambda r: public_to_pem(r.public_raw).decode())
+
+    # ------------------------------------------------------------ moving between backends
+    def records(self) -> Iterator[KeyRecord]:
+        """Every usable key, in every status (an unusable key file is left out)."""
+        for status in STATUSES:
+            for minion_id in self._ids(status):
+                try:
+                    record = self._read(status, minion_id)
+                except KeyFileError:
+                    continue
+                if record is not None:
+                    yield record
+
+    def import_records(self, records: Iterable[KeyRecord]) -> int:
+        """Store the keys of ``records`` whose id has no key here yet in that slot (the accepted /
+        pending / rejected one, or the denied one); return how many were stored.  What is
+        already here wins: importing twice changes nothing."""
+        stored = 0
+        with self._locked():
+            for record in records:
+                check_id(record.minion_id)
+                if record.status == DENIED:
+                    if self._read(DENIED, record.minion_id) is not None:
+                        continue
+                elif self.lookup(record.minion_id) is not None:
+                    continue
+                self._write(record.status, record.minion_id, record.public_raw)
+                stored += 1
+        return stored

@@ -8,7 +8,8 @@ from typing import Any
 
 from runtime import pipeline
 from runtime.config import option
-from runtime.master.datacache import DataTooLarge, SQLiteDataCache
+from runtime.master.datacache import DataCache, DataTooLarge
+from runtime.master.store.errors import StoreUnavailable
 from runtime.ratelog import RateLimitedLog
 
 log = logging.getLogger("saltpan.master.pillar")
@@ -17,7 +18,7 @@ log = logging.getLogger("saltpan.master.pillar")
 class PillarService:
     """One per worker process: keeps its compiler (and so its template cache) warm."""
 
-    def __init__(self, opts: dict[str, Any], data: SQLiteDataCache):
+    def __init__(self, opts: dict[str, Any], data: DataCache):
         self.opts = opts
         self.data = data
         self.compiler = pipeline.pillar_compiler(opts)
@@ -29,12 +30,9 @@ class PillarService:
         """The minion's pillar; with ``pillar_cache``, the copy compiled less than ``pillar_cache_ttl``
         seconds ago unless ``clean_cache`` (saltutil.refresh_pillar) asks for a new compile."""
         if option(self.opts, "pillar_cache", bool) and not clean_cache and not saltenv and not pillarenv:
-            updated = self.data.updated(minion_id, "pillar")
-            ttl = option(self.opts, "pillar_cache_ttl", float)
-            if updated is not None and time.time() - updated < ttl:
-                cached = self.data.fetch(minion_id, "pillar")
-                if isinstance(cached, dict):
-                    return cached
+            cached = self._cached(minion_id)
+            if cached is not None:
+                return cached
         grains = dict(grains)
         grains["id"] = minion_id
         result = self.compiler.compile(minion_id, grains, pillarenv=pillarenv, saltenv=saltenv)
@@ -44,7 +42,19 @@ class PillarService:
         pillar = result.pillar
         try:
             self.data.store(minion_id, "pillar", pillar)
-        except DataTooLarge as exc:   # sent to the minion all the same; only the cache goes without
-            self.errors_log.warning(f"{minion_id}:too_large", "pillar for minion %s not cached: %s", minion_id,
+        except (DataTooLarge, StoreUnavailable) as exc:   # sent to the minion all the same; only the cache goes without
+            self.errors_log.warning(f"{minion_id}:{exc.reason}", "pillar for minion %s not cached: %s", minion_id,
                                     exc.message)
         return pillar
+
+    def _cached(self, minion_id: str) -> dict[str, Any] | None:
+        """The minion's pillar compiled less than pillar_cache_ttl ago, if the cache has it (a
+        data cache out of reach means a compile, not a refusal)."""
+        try:
+            updated = self.data.updated(minion_id, "pillar")
+            if updated is None or time.time() - updated >= option(self.opts, "pillar_cache_ttl", float):
+                return None
+            cached = self.data.fetch(minion_id, "pillar")
+        except StoreUnavailable:
+            return None
+        return cached if isinstance(cached, dict) else None

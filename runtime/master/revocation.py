@@ -11,19 +11,21 @@ the old holder's cached grains):
 
 A request of the old holder that was admitted before the revocation and stores data after the
 flush is caught by the data cache itself: a worker's cache only keeps what it stores while the
-minion still has a session (``SQLiteDataCache(..., still_known=...)``).
+minion still has a session (the data cache's ``still_known``: ``runtime.master.datacache``).
+
+On a store shared by several masters (PostgreSQL), ``SessionStore.revoke`` also drops the id's
+sessions from the shared registry and records a ``revoke`` change that the other masters act on
+(``runtime.master.changes``); the data cache is shared, so one flush serves all.
 
 Called by ``saltpan key`` (and by any other code that changes keys): :func:`forget_minions`.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from typing import Any
 
-from runtime.master.datacache import DB_NAME as DATA_DB
-from runtime.master.sessions import DB_NAME as SESSIONS_DB
+from runtime.master.store import factory
 
 
 def loses_identity(action: str, changed: dict[str, list[str]]) -> list[str]:
@@ -41,19 +43,15 @@ def forget_minions(opts: dict[str, Any], ids: Iterable[str], reason: str) -> Non
     ids = sorted(set(ids))
     if not ids:
         return
-    if os.path.exists(os.path.join(opts["sock_dir"], SESSIONS_DB)):
-        from runtime.master.sessions import SQLiteSessionStore
-
-        sessions = SQLiteSessionStore.in_sock_dir(opts["sock_dir"])
+    sessions = factory.existing_session_store(opts)
+    if sessions is not None:
         try:
             for minion_id in ids:
                 sessions.revoke(minion_id, reason)
         finally:
             sessions.close()
-    if os.path.exists(os.path.join(opts["cachedir"], DATA_DB)):
-        from runtime.master.datacache import SQLiteDataCache
-
-        data = SQLiteDataCache(opts["cachedir"])
+    data = factory.existing_data_cache(opts)
+    if data is not None:
         try:
             for minion_id in ids:
                 data.flush(minion_id)

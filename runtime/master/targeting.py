@@ -5,7 +5,7 @@ pillar expressions are matched against the minion data cache; a minion with no
 cached data yet is included (it decides for itself when the job arrives), as
 Salt's greedy matching does.  Glob, pcre and list targets are decided by the id
 alone and never look at the data; grain targets never look at the pillars (pass
-lazy mappings, ``SQLiteDataCache.view``, and what is not needed is not read).
+lazy mappings, ``DataCache.view``, and what is not needed is not read).
 """
 
 from __future__ import annotations

@@ -30,6 +30,8 @@ from runtime.crypt.identity import Identity
 from runtime.master.datacache import DataTooLarge
 from runtime.master.fileserver import FileServerError
 from runtime.master.handlers import HANDLER_CLASSES, Handler, Refused, WorkerContext, handler_table
+from runtime.master.store.errors import StoreError
+from runtime.transport_flows import encode_meta
 
 log = logging.getLogger("saltpan.master.worker")
 
@@ -47,23 +49,36 @@ class Worker:
                                       transport.ipc_address(opts["sock_dir"], PUBLISH_PULL))
         self.refusals = self.ctx.refusals
         self.handlers: Mapping[type[protocol.Request[Any]], Handler] = handler_table(self.ctx)
+        self._served = b""
 
     def handle(self, peer: str, body: bytes) -> bytes:
         """The reply body to one request body from ``peer`` (the client's address)."""
+        return self.serve(peer, body)[0]
+
+    def serve(self, peer: str, body: bytes) -> tuple[bytes, bytes]:
+        """``(reply body, meta)`` for one request body from ``peer``: ``meta`` names the session
+        served (an accepted hello's or a sealed request's, ``transport_flows.encode_meta``), so that
+        the request proxy queues that session's later requests as its minion's; else ``b""``."""
+        self._served = b""
         try:
             envelope = protocol.read_envelope(body)
         except codec.DecodeError as exc:
             self.refusals.warning(f"decode:{exc.reason}", "refused request from %s: %s", peer, exc)
-            return _clear(codec.error_load(exc.reason, str(exc)))
+            return _clear(codec.error_load(exc.reason, str(exc))), b""
         if envelope.enc == codec.ENC_AES:
-            return self._sealed(peer, envelope.load)
-        return self._clear(peer, envelope.load)
+            reply = self._sealed(peer, envelope.load)
+        else:
+            reply = self._clear(peer, envelope.load)
+        return reply, self._served
 
     def _clear(self, peer: str, load: dict[Any, Any]) -> bytes:
         cmd = load.get("cmd")
         try:
             request = protocol.parse_clear_request(load)
-            return _clear(self.handlers[type(request)](peer, request).to_wire())
+            answer = self.handlers[type(request)](peer, request)
+            if isinstance(answer, protocol.AuthReply) and answer.outcome == "accepted" and answer.sid:
+                self._served = encode_meta(answer.sid, answer.minion_id)
+            return _clear(answer.to_wire())
         except protocol.ProtocolError as exc:
             if exc.reason == "unknown_command":
                 self.refusals.warning("clear:unknown", "refused clear command %r from %s (unknown_command)",
@@ -72,7 +87,7 @@ class Worker:
                 self.refusals.warning(f"clear:{cmd}:{exc.reason}", "refused %s from %s (%s): %s", cmd, peer,
                                       exc.reason, exc.message)
             return _clear(codec.error_load(exc.reason, exc.message))
-        except Refused as exc:
+        except (Refused, StoreError) as exc:
             self.refusals.warning(f"clear:{cmd}:{exc.reason}", "refused %s from %s (%s): %s", cmd, peer, exc.reason,
                                   exc.message)
             return _clear(codec.error_load(exc.reason, exc.message))
@@ -80,8 +95,11 @@ class Worker:
             self.refusals.warning(f"clear:{cmd}:{exc.reason}", "refused %s from %s (%s): %s", cmd, peer, exc.reason,
                                   exc)
             return _clear(codec.error_load(exc.reason, str(exc)))
-        except Exception:  # noqa: BLE001 - a bug must not take the worker down
-            log.exception("clear command %s from %s failed", cmd, peer)
+        except Exception as exc:  # noqa: BLE001 - a bug must not take the worker down
+            # once per command and kind of failure and interval: a peer repeating the request that
+            # trips it must not write a traceback into the log per copy
+            self.refusals.exception(f"internal:{_command(cmd)}:{type(exc).__name__}",
+                                    "clear command %s from %s failed (internal_error)", _command(cmd), peer)
             return _clear(codec.error_load("internal_error", "the master could not process the request"))
 
     def _sealed(self, peer: str, load: dict[Any, Any]) -> bytes:
@@ -93,6 +111,7 @@ class Worker:
             return _clear(codec.error_load(exc.reason, str(exc)))
         payload = request.payload
         minion_id = request.minion_id
+        self._served = encode_meta(request.session.sid, minion_id)
         cmd = payload.get("cmd") if isinstance(payload, dict) else None
         reply: dict[str, Any]
         try:
@@ -111,17 +130,23 @@ class Worker:
                 self.refusals.warning(f"aes:{cmd}:{exc.reason}", "refused %s from minion %s (%s): %s", cmd,
                                       minion_id, exc.reason, exc.message)
             reply = codec.error_load(exc.reason, exc.message)
-        except (Refused, FileServerError, DataTooLarge) as exc:
+        except (Refused, FileServerError, DataTooLarge, StoreError) as exc:
             self.refusals.warning(f"aes:{cmd}:{exc.reason}", "refused %s from minion %s (%s): %s", cmd, minion_id,
                                   exc.reason, exc.message)
             reply = codec.error_load(exc.reason, exc.message)
-        except Exception:  # noqa: BLE001
-            log.exception("%s from minion %s failed", cmd, minion_id)
+        except Exception as exc:  # noqa: BLE001
+            self.refusals.exception(f"internal:{_command(cmd)}:{type(exc).__name__}",
+                                    "%s from minion %s failed (internal_error)", _command(cmd), minion_id)
             reply = codec.error_load("internal_error", "the master could not process the request")
         return self.ctx.channel.seal_reply(request, reply)
 
     def close(self) -> None:
         self.ctx.close()
+
+
+def _command(cmd: Any) -> str:
+    """A command name for the log: one of the protocol's (anything else is shown as a repr, cut short)."""
+    return cmd if isinstance(cmd, str) and cmd in protocol.COMMANDS else repr(cmd)[:40]
 
 
 def _clear(load: Mapping[str, Any]) -> bytes:
@@ -162,7 +187,7 @@ def _serve(opts: dict[str, Any], identity: Identity, index: int, stop: threading
             if not request.rid:
                 sock.reply(request, _clear(codec.error_load("malformed", "malformed request")))
                 continue
-            sock.reply(request, worker.handle(request.peer, request.body))
+            sock.reply(request, *worker.serve(request.peer, request.body))
     finally:
         worker.close()
         sock.close()

@@ -15,25 +15,38 @@ import asyncio
 import concurrent.futures
 import logging
 import os
+import random
 import socket
 import threading
 import time
 import traceback
 from collections import deque
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import zmq
 import zmq.asyncio
 
 from compiler import match
 from runtime import codec, protocol, transport
-from runtime.config import option, optional_option
+from runtime.config import ConfigError, option, optional_option
 from runtime.crypt.errors import CryptoError, NeedPublishKey, PublicationRefused, RemoteRefusal
 from runtime.crypt.identity import Identity, load_or_create_identity
 from runtime.crypt.publish import PublicationReceiver, PublishKey
 from runtime.crypt.trust import MasterTrust
 from runtime.minion.jobs import JobRegistry, RunningJob
-from runtime.minion.session import Backoff, KeyNotAccepted, Session, SessionError, authenticate
+from runtime.minion.masters import MasterList
+from runtime.minion.session import (
+    Backoff,
+    FailBack,
+    KeyNotAccepted,
+    MasterBusy,
+    MasterRestarted,
+    MasterUnreachable,
+    Session,
+    SessionError,
+    authenticate,
+)
+from runtime.minion.watch import MasterWatch
 from runtime.ratelog import RateLimitedLog
 from runtime.state_returns import STATE_FUNCTIONS, state_retcode
 
@@ -72,7 +85,7 @@ class Minion:
         if identity is None:
             identity, created = load_or_create_identity(opts["pki_dir"], "minion")
             if created:
-                log.warning("created the minion key pair in %s (fingerprint %s)", opts["pki_dir"],
+                log.info("created the minion key pair in %s (fingerprint %s)", opts["pki_dir"],
                             identity.fingerprint)
         self.identity = identity
         self.trust = MasterTrust(opts["pki_dir"], optional_option(opts, "master_finger", str))
@@ -89,6 +102,10 @@ class Minion:
         self.events: asyncio.Queue[LocalEvent] | None = None
         self.pending_returns: deque[protocol.JobReturn] = deque(maxlen=MAX_PENDING_RETURNS)
         self.backoff = Backoff.from_opts(opts)  # Salt's recon_* keys, in milliseconds
+        self.masters = MasterList.from_opts(opts)
+        self.reauth_delay: float | None = None  # drawn after a restart announcement, replaces the backoff
+        self.spread_s = 0.0                       # the re-authentication window the master last announced
+        self.clock_offset_ms = 0                  # master clock minus ours, from the last auth reply
         self.refusals = RateLimitedLog(log, option(opts, "refusal_log_interval", float))
         self.started = False
         self.abandoned: list[dict[str, Any]] = []
@@ -98,65 +115,179 @@ class Minion:
         self._local_pillar_compiler: PillarCompiler | None = None
 
     # -- addresses ------------------------------------------------------------------
-    def master_host(self) -> str:
-        master = self.opts.get("master") or "127.0.0.1"
-        return str(master[0] if isinstance(master, list) else master)
-
     def ret_address(self) -> str:
-        return transport.tcp_address(self.master_host(), option(self.opts, "master_port", int))
+        return self.masters.current.ret_address
 
     def pub_address(self) -> str:
-        return transport.tcp_address(self.master_host(), option(self.opts, "publish_port", int))
+        return self.masters.current.pub_address
 
     # -- lifecycle ------------------------------------------------------------------
     async def run(self, stop: asyncio.Event) -> None:
         self.loop = asyncio.get_running_loop()
         self.events = asyncio.Queue()
-        while not stop.is_set():
+        mine = asyncio.create_task(self.mine_loop(stop), name="mine")
+        try:
+            await self.session_loop(stop)
+        finally:
+            mine.cancel()
+            await asyncio.gather(mine, return_exceptions=True)
+        self.abandoned = self.jobs.running()  # still running as the minion stops
+
+    async def session_loop(self, stop: asyncio.Event) -> None:
+        watch: MasterWatch | None = None
+        ready: Session | None = None        # opened by a failback probe: used instead of a new hello
+        busy_streak = 0
+        try:
+            while not stop.is_set():
+                master = self.masters.current
+                if watch is None or watch.address != master.pub_address:
+                    if watch is not None:
+                        watch.close()
+                    watch = MasterWatch(self.ctx, master.pub_address, self.id)
+                if ready is None:
+                    if await self.pause(watch, stop):
+                        break
+                    try:
+                        session = await authenticate(master.ret_address, self.identity, self.id, self.trust,
+                                                     self.opts, stop, self.ctx, self.prefix)
+                    except KeyNotAccepted as exc:
+                        self.refusals.warning(f"auth:{exc}", "%s%s", self.prefix, exc)
+                        self.backoff.failed()
+                        continue
+                    except MasterBusy as exc:
+                        # the master admits hellos at the rate its workers sustain: come back within
+                        # the window it announced (a few times; then the backoff paces us)
+                        busy_streak += 1
+                        self.refusals.warning("session:busy", "%s%s", self.prefix, exc)
+                        if busy_streak <= 3:
+                            self.reauth_delay = random.uniform(0, max(self.spread_s, self.backoff.initial))
+                        else:
+                            self.backoff.failed()
+                        continue
+                    except SessionError as exc:
+                        if not stop.is_set():  # rate-limited: whoever answers our hellos must not flood the log
+                            self.refusals.warning(f"session:{str(exc)[:160]}", "%ssession could not start: %s",
+                                                  self.prefix, exc)
+                        self.backoff.failed()
+                        if isinstance(exc, MasterUnreachable):
+                            self.masters.unreachable()
+                        continue
+                else:
+                    session, ready = ready, None
+                busy_streak = 0
+                watch.answered(session.result.master_now_ms)
+                self.clock_offset_ms = session.result.clock_offset_ms
+                self.sessions_registered += 1
+                began = time.monotonic()
+                restarted = False
+                try:
+                    await self.run_session(session, stop, watch)
+                except FailBack as exc:
+                    ready = exc.session
+                    log.warning("%s%s", self.prefix, exc)
+                    self.masters.back_to_top()
+                except MasterRestarted as exc:
+                    restarted = True
+                    self.spread_s = exc.spread_s
+                    self.reauth_delay = random.uniform(0, exc.spread_s)
+                    log.info("%s%s; re-authenticating in %.2f s", self.prefix, exc, self.reauth_delay)
+                except SessionError as exc:
+                    if not stop.is_set():
+                        self.refusals.warning(f"closed:{str(exc)[:160]}", "%ssession closed: %s", self.prefix, exc)
+                    if isinstance(exc, MasterUnreachable):
+                        self.masters.unreachable()
+                except Exception:  # noqa: BLE001 - nothing a peer sends may stop the minion
+                    log.exception("%ssession failed", self.prefix)
+                finally:
+                    self.session = None
+                    session.close()
+                    # Only a session that lasted resets the backoff: one that dies at once (a forged
+                    # reply on the path, a master refusing every request) must not turn every minion
+                    # into a tight re-authentication loop against the master.
+                    if time.monotonic() - began >= max(2.0, 3 * session.heartbeat):
+                        self.backoff.reset()
+                if restarted:
+                    self.backoff.reset()
+                elif not stop.is_set() and ready is None:
+                    self.backoff.failed()
+        finally:
+            if watch is not None:
+                watch.close()
+            if ready is not None:
+                ready.close()
+
+    async def pause(self, watch: MasterWatch, stop: asyncio.Event) -> bool:
+        """Wait before the next hello: the delay drawn after a restart announcement, or else the
+        reconnect backoff.  Meanwhile publications are dropped (there is no session to run them
+        in), and a master announcing a new boot cuts a backoff short to a random delay within the
+        window it announced.  True when the minion is stopping."""
+        if self.reauth_delay is not None:
+            delay, self.reauth_delay = self.reauth_delay, None
+        else:
             delay = self.backoff.delay()
             if delay:
                 log.info("%sreconnecting in %.2f s (backoff %.2f s, recon_max %.1f s)", self.prefix, delay,
                          self.backoff.value, self.backoff.maximum)
-                try:
-                    await asyncio.wait_for(stop.wait(), delay)
-                    break
-                except TimeoutError:
-                    pass
-            try:
-                session = await authenticate(self.ret_address(), self.identity, self.id, self.trust, self.opts,
-                                             stop, self.ctx, self.prefix)
-            except KeyNotAccepted as exc:
-                self.refusals.warning(f"auth:{exc}", "%s%s", self.prefix, exc)
-                self.backoff.failed()
-                continue
-            except SessionError as exc:
-                if not stop.is_set():  # rate-limited: whoever answers our hellos must not flood the log
-                    self.refusals.warning(f"session:{str(exc)[:160]}", "%ssession could not start: %s", self.prefix,
-                                          exc)
-                self.backoff.failed()
-                continue
-            self.sessions_registered += 1
-            began = time.monotonic()
-            try:
-                await self.run_session(session, stop)
-            except SessionError as exc:
-                if not stop.is_set():
-                    self.refusals.warning(f"closed:{str(exc)[:160]}", "%ssession closed: %s", self.prefix, exc)
-            except Exception:  # noqa: BLE001 - nothing a peer sends may stop the minion
-                log.exception("%ssession failed", self.prefix)
-            finally:
-                self.session = None
-                session.close()
-                # Only a session that lasted resets the backoff: one that dies at once (a forged
-                # reply on the path, a master refusing every request) must not turn every minion
-                # into a tight re-authentication loop against the master.
-                if time.monotonic() - began >= max(2.0, 3 * session.heartbeat):
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + delay
+        stopping = asyncio.ensure_future(stop.wait())
+        try:
+            while not stop.is_set():
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    return False
+                receiving = asyncio.ensure_future(watch.recv())
+                done, _ = await asyncio.wait({stopping, receiving}, timeout=remaining,
+                                             return_when=asyncio.FIRST_COMPLETED)
+                if receiving not in done:
+                    receiving.cancel()
+                    continue
+                message = receiving.result()
+                if message is None or not watch.is_announcement(message[0]):
+                    continue
+                announcement = watch.restarted(message[1], self.trust.known, self.clock_offset_ms)
+                if announcement is None:
+                    continue
+                self.spread_s = announcement.spread_s()
+                sooner = random.uniform(0, self.spread_s)
+                if loop.time() + sooner < deadline:
+                    log.info("%sthe master at %s started (boot %s); re-authenticating in %.2f s", self.prefix,
+                             watch.address, announcement.boot.hex()[:8], sooner)
+                    deadline = loop.time() + sooner
                     self.backoff.reset()
-            if not stop.is_set():
-                self.backoff.failed()
-        self.abandoned = self.jobs.running()  # still running as the minion stops
+            return True
+        finally:
+            stopping.cancel()
 
-    async def run_session(self, session: Session, stop: asyncio.Event) -> None:
+    # -- the mine -----------------------------------------------------------------------
+    async def mine_loop(self, stop: asyncio.Event) -> None:
+        """Salt's ``__mine_interval`` schedule: mine.update once the minion has registered (and has
+        its pillar, which may hold mine_functions), then every ``mine_interval`` minutes, whatever
+        happens to sessions in between.  A failed update is logged; the next one runs on time."""
+        if not option(self.opts, "mine_enabled", bool):
+            return
+        interval = option(self.opts, "mine_interval", float) * 60
+        loop = asyncio.get_running_loop()
+        while not stop.is_set():
+            while not self.started or self.session is None:
+                if await _stopped_within(stop, 0.2):
+                    return
+            await loop.run_in_executor(self.executor, self.mine_update)
+            if interval <= 0 or await _stopped_within(stop, interval):
+                return
+
+    def mine_update(self) -> None:
+        from runtime import modules
+
+        try:
+            stored = modules.call(self.module_env(None), "mine.update")
+        except Exception as exc:  # noqa: BLE001 - the mine must never stop the minion
+            log.warning("%smine.update failed: %s", self.prefix, exc)
+            return
+        if stored is not None:
+            log.info("%smine updated", self.prefix)
+
+    async def run_session(self, session: Session, stop: asyncio.Event, watch: MasterWatch) -> None:
         grant = session.grant
         pkey = PublishKey(grant.publish_epoch, grant.publish_key, 0)
         began = session.result.master_now_ms  # older publications can only be replays here
@@ -166,24 +297,44 @@ class Minion:
         else:
             self.receiver.adopt(pkey, not_before_ms=began)
             self.receiver.clock_offset_ms = session.result.clock_offset_ms
-        sub = cast(zmq.asyncio.Socket, transport.make_subscriber(self.ctx, self.pub_address(), self.id))
         self.session = session
-        try:
-            await self.on_registered(session)
-            tasks = [asyncio.create_task(self.heartbeat_loop(session), name="heartbeat"),
-                     asyncio.create_task(self.subscribe_loop(session, sub), name="subscribe"),
-                     asyncio.create_task(self.listen_loop(session), name="listen"),
-                     asyncio.create_task(stop.wait(), name="stop")]
-            done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-            for task in pending:
-                task.cancel()
-            await asyncio.gather(*pending, return_exceptions=True)
-            for task in done:
-                if task.get_name() != "stop" and task.exception() is not None:
-                    exc = task.exception()
-                    raise SessionError(f"{task.get_name()} failed: {exc}") from exc
-        finally:
-            sub.close(linger=0)
+        await self.on_registered(session)
+        tasks = [asyncio.create_task(self.heartbeat_loop(session), name="heartbeat"),
+                 asyncio.create_task(self.subscribe_loop(session, watch), name="subscribe"),
+                 asyncio.create_task(self.listen_loop(session), name="listen"),
+                 asyncio.create_task(stop.wait(), name="stop")]
+        if self.masters.failback_due():
+            tasks.append(asyncio.create_task(self.failback_loop(session, stop), name="failback"))
+        done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        # several tasks may end at once (a restarted master refuses a heartbeat as its announcement
+        # arrives): read every exception, and act on the most telling one
+        failures = [(task.get_name(), task.exception()) for task in done if task.get_name() != "stop"]
+        failures = [(name, exc) for name, exc in failures if exc is not None]
+        for kind in (FailBack, MasterRestarted, MasterUnreachable):
+            for _, exc in failures:
+                if isinstance(exc, kind):
+                    raise exc
+        if failures:
+            name, exc = failures[0]
+            raise SessionError(f"{name} failed: {exc}") from exc
+
+    async def failback_loop(self, session: Session, stop: asyncio.Event) -> None:
+        """With ``master_failback``: try the first master every master_failback_interval; once it
+        accepts a hello, end this session and move back to it (``FailBack``)."""
+        top = self.masters.top
+        interval = self.masters.failback_interval(self.opts, session.heartbeat)
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                probe = await authenticate(top.ret_address, self.identity, self.id, self.trust, self.opts, stop,
+                                           self.ctx, self.prefix)
+            except SessionError as exc:
+                log.debug("%sfirst master %s not back yet: %s", self.prefix, top, exc)
+                continue
+            raise FailBack(f"the first master {top} answers again: moving back to it", probe)
 
     async def on_registered(self, session: Session) -> None:
         """Send grains (and fetch pillar), fire minion_start once, flush undelivered returns."""
@@ -228,18 +379,26 @@ class Minion:
                 reply = await session.request(protocol.Heartbeat(epoch=self.receiver.epoch),
                                               timeout=max(0.2, alive / 2), tries=2)
             except transport.RequestTimeout as exc:
-                raise SessionError(f"the master missed heartbeats for {alive:.1f} s ({exc})") from None
+                raise MasterUnreachable(f"the master missed heartbeats for {alive:.1f} s ({exc})") from None
             except RemoteRefusal as exc:
                 raise SessionError(f"heartbeat refused: {exc}") from None
             if reply.publish_key is not None:
                 self.receiver.update_key(PublishKey(reply.epoch, reply.publish_key, 0))
 
-    async def subscribe_loop(self, session: Session, sub: zmq.asyncio.Socket) -> None:
+    async def subscribe_loop(self, session: Session, watch: MasterWatch) -> None:
         while True:
-            frames = await sub.recv_multipart()
-            if len(frames) != 2:
+            message = await watch.recv()
+            if message is None:
                 continue
-            await self.handle_publication(session, frames[1])
+            topic, body = message
+            if watch.is_announcement(topic):
+                announcement = watch.restarted(body, session.result.master_pub, session.result.clock_offset_ms)
+                if announcement is not None:
+                    raise MasterRestarted(f"the master at {watch.address} restarted (boot "
+                                          f"{announcement.boot.hex()[:8]}, {announcement.fleet} minions at "
+                                          f"{announcement.rate:.0f} hellos/s)", announcement.spread_s())
+                continue
+            await self.handle_publication(session, body)
 
     async def listen_loop(self, session: Session) -> None:
         assert self.events is not None
@@ -253,8 +412,9 @@ class Minion:
 
                     self.grains = grains_mod.minion_grains(self.opts, self.id)
                     await session.request(protocol.GrainsUpload(grains=self.grains))
-            except (RemoteRefusal, transport.RequestTimeout) as exc:
-                # As Salt: a failed refresh keeps the data in memory and the session up.
+            except (RemoteRefusal, transport.RequestTimeout, ConfigError) as exc:
+                # As Salt: a failed refresh (or a grains file broken since) keeps the data in memory
+                # and the session up.
                 log.error("%s%s failed, keeping the data in memory: %s", self.prefix, event.tag, exc)
             finally:
                 if event.done is not None:
@@ -430,7 +590,16 @@ class Minion:
             refresh_grains=lambda: self.fire_local("grains_refresh", {},
                                                    wait=option(self.opts, "refresh_timeout", float)),
             state_source=self.state_source(), fire_event=lambda tag, data: self.fire_local(tag, dict(data)),
-            jid=jid, jobs=self.jobs)
+            # looked up at each call: a job process (procjob) replaces call_master by its pipe to the parent
+            master=lambda message: self.call_master(message), jid=jid, jobs=self.jobs)
+
+
+async def _stopped_within(stop: asyncio.Event, seconds: float) -> bool:
+    try:
+        await asyncio.wait_for(stop.wait(), seconds)
+    except TimeoutError:
+        return False
+    return True
 
 
 def _plain(value: Any) -> Any:
@@ -463,7 +632,7 @@ def run(opts: dict[str, Any]) -> int:
         return cannot_start("minion", exc, log)
     try:
         minion = Minion(opts)
-    except (OSError, CryptoError) as exc:
+    except (OSError, CryptoError, ConfigError) as exc:   # ConfigError: a grains file that cannot be used
         pidfile.release(opts.get("pidfile"))
         return cannot_start("minion", exc, log)
 
@@ -474,7 +643,7 @@ def run(opts: dict[str, Any]) -> int:
             loop.add_signal_handler(sig, stop.set)
         if stopping.is_set():
             stop.set()
-        log.warning("minion %s starting (master %s)", minion.id, minion.ret_address())
+        log.info("minion %s starting (master %s)", minion.id, minion.ret_address())
         sdnotify.notify(f"READY=1\nSTATUS=minion {minion.id}, master {minion.ret_address()}")
         await minion.run(stop)
 
@@ -488,7 +657,7 @@ def run(opts: dict[str, Any]) -> int:
             log.warning("minion %s stopped; abandoned %d running job(s): %s", minion.id, len(abandoned),
                         ", ".join(f"{j['fun']} {j['jid']}" for j in abandoned))
         else:
-            log.warning("minion %s stopped", minion.id)
+            log.info("minion %s stopped", minion.id)
     if abandoned:
         # jobs running in threads would hold the exit until they end, and their returns could
         # not be sent any more: stop now, as salt-minion does (job processes run on by themselves)

@@ -13,20 +13,15 @@ import concurrent.futures
 import hashlib
 import os
 import threading
-from typing import Protocol, TypeVar
+from typing import TypeVar
 
 from compiler.errors import ACCESS_DENIED, RENDER_ERROR, CompileError
 from compiler.roots import FetchedFile, SourceFile, clean_relpath, valid_saltenv
 from runtime import protocol
 from runtime.private_files import ensure_private_dir
+from runtime.protocol.session import Requester
 
 R = TypeVar("R", bound=protocol.Reply)
-
-
-class Requester(Protocol):
-    """One sealed request to the master, answered with its reply (``Minion.call_master``)."""
-
-    def __call__(self, message: protocol.SessionRequest[R]) -> R: ...
 
 _REFUSALS = {"access_denied", "bad_path", "bad_saltenv", "unknown_saltenv"}
 

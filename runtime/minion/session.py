@@ -37,6 +37,36 @@ class KeyNotAccepted(SessionError):
     """The master rejected or denied our key."""
 
 
+class MasterUnreachable(SessionError):
+    """The master did not answer (no auth reply, heartbeats missed): with ``master_type:
+    failover`` the minion moves to the next master."""
+
+
+class MasterBusy(SessionError):
+    """The master's request server refused the hello for now (``busy``, ``rate_limited``): try
+    again within the re-authentication window, without growing the backoff."""
+
+
+class MasterRestarted(SessionError):
+    """The master announced a new boot (runtime/minion/watch.py): re-authenticate within the
+    window it announced."""
+
+    def __init__(self, message: str, spread_s: float) -> None:
+        super().__init__(message)
+        self.spread_s = spread_s
+
+
+class FailBack(SessionError):
+    """The first master of a failover list answers again: move back to it, with this session."""
+
+    def __init__(self, message: str, session: Session) -> None:
+        super().__init__(message)
+        self.session = session
+
+
+BUSY_REASONS = ("busy", "rate_limited")
+
+
 @dataclass
 class Backoff:
     """Swarmkit's backoff: after a failure ``backoff = min(initial + 2 * backoff, maximum)``;
@@ -133,10 +163,14 @@ async def authenticate(address: str, identity: Identity, minion_id: str, trust: 
             try:
                 reply = await client.request(protocol.encode_clear(protocol.AuthHello.from_wire(attempt.load)))
             except transport.RequestTimeout as exc:
-                raise SessionError(f"no answer from the master at {address}: {exc}") from None
+                raise MasterUnreachable(f"no answer from the master at {address}: {exc}") from None
             try:
                 envelope = codec.unpack_envelope(reply, codec.Limits(max_size=256 * 1024, max_items=64,
                                                                      max_depth=4))
+                refusal = envelope.load.get("error")
+                if isinstance(refusal, dict) and refusal.get("reason") in BUSY_REASONS:
+                    # unsigned, so possibly forged: it only makes us wait, as a dropped packet would
+                    raise MasterBusy(f"the master at {address} is busy ({refusal.get('reason')})")
                 result = finish_auth(attempt, envelope.load, trust)
             except AuthReplyError as exc:
                 raise SessionError(f"auth reply refused: {exc}") from None

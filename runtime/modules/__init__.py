@@ -1,6 +1,7 @@
 """Execution modules: the ONE registry of execution functions.
 
-Each module ``runtime/modules/<name>_mod.py`` exposes plain functions
+Each module ``runtime/modules/<name>_mod.py`` (with the private modules its ``PARTS`` names)
+exposes plain functions
 ``fun(env: ModuleEnv, *args, **kwargs)``, each declared with a decorator of
 ``runtime.modules.registry`` (``@pure``, ``@reads_host``, ``@runs_command``,
 ``@job``) that says what it needs; the decorated functions are the module's
@@ -27,16 +28,18 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
+from runtime.modules import custom
 from runtime.modules.registry import Access, declared
 
 if TYPE_CHECKING:
     from compiler.roots import FileSource
     from compiler.salt_functions import FunctionMap, FunctionsFactory
     from runtime.minion.jobs import JobRegistry
+    from runtime.protocol.session import Requester
 
-MODULES = ("alternatives", "cmd", "config", "cp", "defaults", "dnsutil", "environ", "file", "git", "grains",
-           "group", "log", "match", "mine", "network", "pillar", "pkg", "saltutil", "slsutil", "state", "status",
-           "sys", "test", "user")
+MODULES = ("alternatives", "cmd", "config", "cp", "defaults", "disk", "dnsutil", "environ", "file", "git", "grains",
+           "group", "log", "match", "mine", "network", "pillar", "pkg", "saltutil", "service", "slsutil", "state",
+           "status", "sys", "test", "user")
 
 
 class CommandError(Exception):
@@ -73,6 +76,9 @@ class ModuleEnv:
     pillar_source: FileSource | None = None
     # fire an event on the local bus / to the master: True when it was handed over
     fire_event: Callable[[str, Mapping[str, Any]], bool] | None = None
+    # one sealed request to the master (a minion with a master: the mine, cp's transfers); None
+    # masterless and offline
+    master: Requester | None = None
     jid: str | None = None
     # running jobs on this minion (saltutil.running / find_job / kill_job)
     jobs: JobRegistry | None = None
@@ -98,14 +104,20 @@ class Function:
 
 @functools.cache
 def _module_functions(mod: str) -> dict[str, Function]:
+    """The declared functions of ``<mod>_mod.py`` and of the private modules its ``PARTS`` names
+    (a large module split by concern: file's reads and file's changes)."""
     module = importlib.import_module(f"runtime.modules.{mod}_mod")
+    parts = [module, *(importlib.import_module(f"runtime.modules.{part}") for part in getattr(module, "PARTS", ()))]
     out: dict[str, Function] = {}
-    for attr, value in vars(module).items():
-        decl = declared(value)
-        if decl is None or getattr(value, "__module__", None) != module.__name__:
-            continue
-        name = f"{mod}.{decl.name or attr}"
-        out[name] = Function(name, value, decl.access, decl.absent)
+    for part in parts:
+        for attr, value in vars(part).items():
+            decl = declared(value)
+            if decl is None or getattr(value, "__module__", None) != part.__name__:
+                continue
+            if attr.startswith("_") and not decl.name:
+                continue   # a private alias of a public function (saltutil's _refresh_pillar)
+            name = f"{mod}.{decl.name or attr}"
+            out[name] = Function(name, value, decl.access, decl.absent)
     return out
 
 
@@ -132,6 +144,26 @@ def function(name: str) -> Function:
     return found
 
 
+def has_function(env: ModuleEnv, name: str) -> bool:
+    """Whether 'mod.fun' can be called on this host (saltpan's, or a synced custom module's)."""
+    return isinstance(name, str) and (name in registry() or name in custom_functions(env))
+
+
+def custom_modules(env: ModuleEnv) -> custom.Loaded:
+    """The custom modules synced to this host, as this job sees them (``runtime.modules.custom``)."""
+    return custom.loaded(env, lambda: function_table(env))
+
+
+def custom_functions(env: ModuleEnv) -> dict[str, Callable[..., Any]]:
+    """The functions of the custom modules synced to this host."""
+    return custom_modules(env).functions
+
+
+def custom_state(env: ModuleEnv, state: str, fun: str) -> Callable[..., dict[str, Any]] | None:
+    """A custom state function synced to this host, called as the executor calls state functions."""
+    return custom.state_function(env, lambda: function_table(env), state, fun)
+
+
 def lookup(name: str) -> Callable[..., Any]:
     return function(name).func
 
@@ -144,8 +176,19 @@ def check_arguments(func: Callable[..., Any], name: str, env: Any, args: Any, kw
 
 
 def call(env: ModuleEnv, name: str, args: list | tuple = (), kwargs: Mapping[str, Any] | None = None) -> Any:
-    func = lookup(name)
+    """Run 'mod.fun' on this host: a synced custom module's function first (it shadows saltpan's
+    of the same name, as a custom module does in Salt), else the registry's."""
     kwargs = dict(kwargs or {})
+    custom = custom_functions(env).get(name) if isinstance(name, str) else None
+    if custom is not None:
+        try:
+            inspect.signature(custom).bind(*args, **kwargs)
+        except TypeError as exc:
+            raise CommandError(f"Passed invalid arguments to {name}: {exc}\n\nUsage:\n{doc_of(custom)}") from None
+        except ValueError:
+            pass   # no signature to check (a builtin): the call itself says what is wrong
+        return custom(*args, **kwargs)
+    func = lookup(name)
     check_arguments(func, name, env, args, kwargs)
     return func(env, *args, **kwargs)
 
@@ -170,6 +213,7 @@ def function_table(env: ModuleEnv) -> dict[str, Any]:
             return call(env, _name, args, kwargs)
 
         table[name] = bound
+    table.update(custom_functions(env))
     return table
 
 
@@ -227,10 +271,17 @@ class TemplateFunctions:
             return fn.absent is not None
         return True
 
+    def _custom(self) -> dict[str, Callable[..., Any]]:
+        """Synced custom modules: live renders only (an offline compile never runs tree code)."""
+        return {} if self.offline else custom_functions(self.env)
+
     def __getitem__(self, name: str) -> Callable[..., Any]:
         found = self._bound.get(name)
         if found is not None:
             return found
+        custom = self._custom().get(name) if isinstance(name, str) else None
+        if custom is not None:
+            return custom
         fn = registry().get(name) if isinstance(name, str) else None
         if fn is None or not self._callable(fn):
             raise KeyError(name)
@@ -267,11 +318,15 @@ class TemplateFunctions:
         return answer
 
     def __contains__(self, name: object) -> bool:
+        if isinstance(name, str) and name in self._custom():
+            return True
         fn = registry().get(name) if isinstance(name, str) else None
         return fn is not None and self._callable(fn)
 
     def __iter__(self) -> Iterator[str]:
-        return (name for name, fn in registry().items() if self._callable(fn))
+        custom = self._custom()
+        yield from custom
+        yield from (name for name, fn in registry().items() if self._callable(fn) and name not in custom)
 
     def __len__(self) -> int:
         return sum(1 for _ in self)

@@ -30,6 +30,14 @@ def run_all(menv: ModuleEnv, cmd: Any, cwd: str | None = None, runas: str | None
     """Run cmd; return {pid, retcode, stdout, stderr}."""
     if python_shell is None:
         python_shell = True  # Salt's default for calls from the command line and jobs
+    if isinstance(cmd, bool):   # `cmd.run false`: the CLI read the word as YAML; the command is the word
+        cmd = "true" if cmd else "false"   # (Salt runs `False`, which no shell has)
+    elif isinstance(cmd, (int, float)):
+        cmd = str(cmd)
+    elif not isinstance(cmd, (str, list, tuple)):
+        from runtime.modules import CommandError
+
+        raise CommandError(f"the command must be a command line or a list of words, got a {type(cmd).__name__}")
     argv = shlex.split(cmd) if isinstance(cmd, str) and not python_shell else cmd
     extra_env = env if isinstance(env, (dict, list)) else kwargs.get("env_vars")
     try:

@@ -14,12 +14,19 @@ if TYPE_CHECKING:
 @pure
 def serial(env: ModuleEnv, zone: str = "", update: bool = False) -> str:
     """The zone's serial: the `dnsserial[_zone]` grain, else today's date as YYYYMMDD01.
-    update=True (which Salt stores in a grain) is not supported: saltpan does not write grains."""
+    update=True increments it (or starts today's) and stores it in the minion's grains file
+    (grains.setval); only on a minion or in `saltpan call --local`, never while compiling offline."""
     key = f"dnsserial_{zone}" if zone else "dnsserial"
-    stored = env.grains.get(key, "")
+    stored = str(env.grains.get(key, "") or "")
     present = time.strftime("%Y%m%d01")
     if not update:
         return stored or present
-    from runtime.modules import CommandError
+    if env.fresh_pillar is None:
+        from runtime.modules import CommandError
 
-    raise CommandError("dnsutil.serial(update=True) writes a grain, which saltpan does not support")
+        raise CommandError("dnsutil.serial(update=True) writes a grain of the minion: not while compiling offline")
+    current = str(int(stored) + 1) if stored and stored >= present else present
+    from runtime.modules import grains_mod
+
+    grains_mod.setval(env, key, current, refresh_pillar=False)
+    return current

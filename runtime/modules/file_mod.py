@@ -1,5 +1,6 @@
 """file: path helpers (join, dirname, basename, normpath) and read-only questions about this host's
-files (file_exists, directory_exists, readdir, contains_regex, get_user, stats, read ...).
+files (file_exists, directory_exists, readdir, contains_regex, get_user, stats, read, access,
+get_sum, get_diff ...); the functions that change files are its part ``_file_changes``.
 
 Offline (saltpan compile, the master's pillar) the host questions get the answer Salt gives on a
 host where the path does not exist: False, or Salt's error for the functions that raise one.
@@ -21,6 +22,8 @@ from runtime.modules.registry import constant, pure, reads_host
 
 if TYPE_CHECKING:
     from runtime.modules import ModuleEnv
+
+PARTS = ("_file_changes",)   # write, append, replace, line, blockreplace, mkdir, copy, chown ...
 
 
 def _error(message: str) -> Exception:
@@ -315,3 +318,80 @@ def lstat(env: ModuleEnv, path: str) -> dict[str, Any]:
         return {}
     return {key: getattr(st, key) for key in ("st_atime", "st_ctime", "st_gid", "st_mode", "st_mtime", "st_nlink",
                                                "st_size", "st_uid")}
+
+
+@reads_host(absent=constant(False))
+def access(env: ModuleEnv, path: str, mode: str) -> bool:
+    """Whether the path exists (mode 'f') or is readable ('r'), writable ('w'), executable ('x')
+    by this minion's user."""
+    path = os.path.expanduser(path)
+    if not os.path.isabs(path):
+        raise _error("Path to link must be absolute.")
+    modes = {"f": os.F_OK, "r": os.R_OK, "w": os.W_OK, "x": os.X_OK}
+    if mode in modes:
+        return os.access(path, modes[mode])
+    if mode in modes.values():
+        return os.access(path, int(mode))
+    raise _error("Invalid mode specified.")
+
+
+@reads_host(absent=constant("File not found"))
+def get_sum(env: ModuleEnv, path: str, form: str = "sha256") -> str:
+    """Hex digest of a file ("File not found" when it is not a file)."""
+    path = os.path.expanduser(path)
+    if not os.path.isfile(path):
+        return "File not found"
+    return _digest(path, form, 4096)
+
+
+@reads_host(absent=constant(0))
+def diskusage(env: ModuleEnv, path: str) -> int:
+    """Bytes used by a file, or by the files under a directory (each inode counted once)."""
+    if os.path.isfile(path):
+        return os.stat(path).st_size
+    total, seen = 0, set()
+    for dirpath, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                st = os.stat(os.path.join(dirpath, name))
+            except OSError:
+                continue
+            if st.st_ino not in seen:
+                seen.add(st.st_ino)
+                total += st.st_size
+    return total
+
+
+def _no_diff(env: ModuleEnv, file1: str, *args: Any, **kwargs: Any) -> NoReturn:
+    """raises Salt's error "Failed to read <file1>: No such file or directory"."""
+    raise _error(f"Failed to read {file1}: No such file or directory")
+
+
+@reads_host(absent=_no_diff)
+def get_diff(env: ModuleEnv, file1: str, file2: str, saltenv: str = "base", show_filenames: bool = True,
+             show_changes: bool = True, template: bool = False, source_hash_file1: Any = None,
+             source_hash_file2: Any = None) -> str:
+    """A unified diff of two files of this host (or of the state tree: salt://), '' when equal."""
+    import difflib
+
+    texts = []
+    for name in (file1, file2):
+        if str(name).startswith("salt://"):
+            from runtime.modules import cp_mod
+
+            found = cp_mod.get_file_str(env, name, saltenv)
+            if found is False:
+                raise _error(f"Failed to read {name}: not found on the file server")
+            texts.append(str(found))
+            continue
+        try:
+            with open(name, encoding="utf-8", errors="replace") as fh:
+                texts.append(fh.read())
+        except OSError as exc:
+            raise _error(f"Failed to read {name}: {exc.strerror}") from None
+    if texts[0] == texts[1]:
+        return ""
+    if not show_changes:
+        return "<show_changes=False>"
+    names = (file1, file2) if show_filenames else ("", "")
+    return "".join(difflib.unified_diff(texts[0].splitlines(True), texts[1].splitlines(True), *names))

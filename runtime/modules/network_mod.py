@@ -1,16 +1,19 @@
-"""network: address arithmetic (calc_net, ip_in_subnet, convert_cidr ...) and this minion's addresses.
+"""network: address arithmetic (calc_net, ip_in_subnet, convert_cidr ...), this minion's addresses,
+and its interfaces.
 
-The minion's addresses come from its grains (ip4_interfaces, ip6_interfaces, ipv4, ipv6), which saltpan
-collects from the interfaces: the same answer on a minion and in an offline compile.
+The minion's addresses (ip_addrs, ip_addrs6, in_subnet) come from its grains (ip4_interfaces,
+ip6_interfaces, ipv4, ipv6), which saltpan collects from the interfaces: the same answer on a minion
+and in an offline compile (and a static ``ipv4`` grain is what the mine then publishes).
+interfaces, hw_addr, interface, interface_ip and subnets read the kernel's view (`ip addr show`).
 """
 
 from __future__ import annotations
 
 import ipaddress
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from runtime.modules.registry import pure
+from runtime.modules.registry import constant, pure, reads_host
 
 if TYPE_CHECKING:
     from runtime.modules import ModuleEnv
@@ -129,3 +132,104 @@ def get_hostname(env: ModuleEnv) -> str:
 def get_fqdn(env: ModuleEnv) -> str:
     """This minion's fully qualified name (its `fqdn` grain)."""
     return str(env.grains.get("fqdn") or "")
+
+
+# -- this host's interfaces, as the kernel reports them (`ip addr show`) --------------------------
+
+
+def _ip_addr_show() -> str:
+    import shutil
+    import subprocess
+
+    ip = shutil.which("ip")
+    if ip is None:
+        from runtime.modules import CommandError
+
+        raise CommandError("the ip command (iproute2) is not installed on this minion")
+    return subprocess.run([ip, "addr", "show"], capture_output=True, text=True, timeout=60, check=False).stdout
+
+
+def parse_ip_addr(text: str) -> dict[str, Any]:
+    """Salt's interfaces structure from `ip addr show`: {iface: {up, hwaddr, inet: [{address,
+    netmask, broadcast, label}], inet6: [{address, prefixlen, scope}], secondary: [...]}}."""
+    out: dict[str, Any] = {}
+    data: dict[str, Any] = {}
+    for line in text.splitlines():
+        if line and not line[0].isspace():
+            head = line.split(": ")
+            if len(head) < 3:
+                continue
+            name = head[1].split("@")[0]
+            data = out.setdefault(name, {})
+            data["up"] = "UP" in head[2].split(">")[0].strip("<").split(",")
+            continue
+        cols = line.split()
+        if len(cols) < 2:
+            continue
+        kind, value = cols[0], cols[1]
+        if kind.startswith("link/"):
+            if kind != "link/none":
+                data["hwaddr"] = value
+        elif kind in ("inet", "inet6"):
+            address, _, prefix = value.partition("/")
+            scope = cols[cols.index("scope") + 1] if "scope" in cols else None
+            if kind == "inet":
+                entry: dict[str, Any] = {
+                    "address": address,
+                    "netmask": str(ipaddress.ip_network(f"0.0.0.0/{prefix or 32}").netmask),
+                    "broadcast": cols[cols.index("brd") + 1] if "brd" in cols else None,
+                    "label": cols[-1]}
+            else:
+                entry = {"address": address, "prefixlen": prefix or "128", "scope": scope}
+            if "secondary" in cols:
+                data.setdefault("secondary", []).append({"type": kind, **entry})
+            else:
+                data.setdefault(kind, []).append(entry)
+    return out
+
+
+@reads_host(absent=constant({}))
+def interfaces(env: ModuleEnv) -> dict[str, Any]:
+    """This host's network interfaces: {name: {up, hwaddr, inet: [...], inet6: [...]}}."""
+    return parse_ip_addr(_ip_addr_show())
+
+
+@reads_host(absent=constant(""))
+def hw_addr(env: ModuleEnv, iface: str) -> str:
+    """The hardware (MAC) address of an interface ('Interface "x" not in available interfaces' when
+    there is none)."""
+    found = interfaces(env).get(iface)
+    if found is None:
+        return f'Interface "{iface}" not in available interfaces: "{", ".join(sorted(interfaces(env)))}"'
+    return str(found.get("hwaddr", ""))
+
+
+@reads_host(absent=constant(""))
+def interface(env: ModuleEnv, iface: str) -> Any:
+    """The IPv4 addresses of an interface ([{address, netmask, broadcast, label}])."""
+    found = interfaces(env).get(iface)
+    if found is None:
+        return f'Interface "{iface}" not in available interfaces: "{", ".join(sorted(interfaces(env)))}"'
+    return list(found.get("inet", []))
+
+
+@reads_host(absent=constant(""))
+def interface_ip(env: ModuleEnv, iface: str) -> str:
+    """The first IPv4 address of an interface ('' when it has none)."""
+    found = interface(env, iface)
+    return str(found[0]["address"]) if isinstance(found, list) and found else ""
+
+
+@reads_host(absent=constant([]))
+def subnets(env: ModuleEnv, interfaces: Any = None) -> list[str]:
+    """The IPv4 networks this host's interfaces are on (not loopback), sorted."""
+    out = set()
+    wanted = None if not interfaces else (interfaces if isinstance(interfaces, list) else [interfaces])
+    for name, data in parse_ip_addr(_ip_addr_show()).items():
+        if wanted is not None and name not in wanted:
+            continue
+        for entry in data.get("inet", []):
+            net = ipaddress.ip_network(f"{entry['address']}/{entry['netmask']}", strict=False)
+            if not net.is_loopback:
+                out.add(str(net))
+    return sorted(out)

@@ -1,10 +1,11 @@
-"""saltutil: refresh_pillar, refresh_grains, running, find_job, kill_job."""
+"""saltutil: refresh_pillar, refresh_grains, running, find_job, kill_job, and syncing custom modules
+(sync_modules, sync_states, sync_all, refresh_modules: runtime/modules/custom.py)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from runtime.modules.registry import job
+from runtime.modules.registry import job, runs_command
 
 if TYPE_CHECKING:
     from runtime.modules import ModuleEnv
@@ -65,7 +66,48 @@ def kill_job(env: ModuleEnv, jid: str) -> str | None:
     return env.jobs.kill(str(jid)) if env.jobs is not None else None
 
 
-@job
-def sync_all(env: ModuleEnv, *args: Any, **kwargs: Any) -> dict[str, list]:
-    """Nothing to sync in saltpan (custom modules are read from extension_modules directly)."""
-    return {}
+# Salt 3008's sync_all keys, in its order; saltpan loads custom modules and states (the others are
+# listed, always empty: docs/functions.md)
+SYNC_KINDS = ("tops", "clouds", "beacons", "modules", "states", "sdb", "grains", "renderers", "returners", "output",
+              "utils", "log_handlers", "executors", "proxymodules", "engines", "thorium", "serializers", "matchers",
+              "resources", "pillar", "wrapper")
+
+
+@runs_command()
+def sync_modules(env: ModuleEnv, saltenv: Any = None, refresh: bool = True, extmod_whitelist: Any = None,
+                 extmod_blacklist: Any = None) -> list[str]:
+    """Copy the custom execution modules of salt://_modules to this minion (its extension_modules
+    directory); the 'modules.<name>' added or changed.  Later calls load them (runtime.modules.custom)."""
+    from runtime.modules import custom
+
+    return custom.sync(env, "modules", saltenv, extmod_whitelist, extmod_blacklist)
+
+
+@runs_command()
+def sync_states(env: ModuleEnv, saltenv: Any = None, refresh: bool = True, extmod_whitelist: Any = None,
+                extmod_blacklist: Any = None) -> list[str]:
+    """Copy the custom state modules of salt://_states to this minion; the 'states.<name>' added or
+    changed."""
+    from runtime.modules import custom
+
+    return custom.sync(env, "states", saltenv, extmod_whitelist, extmod_blacklist)
+
+
+@runs_command()
+def sync_all(env: ModuleEnv, saltenv: Any = None, refresh: bool = True, extmod_whitelist: Any = None,
+             extmod_blacklist: Any = None) -> dict[str, list[str]]:
+    """Sync every kind of custom module: Salt's {kind: [changed]} (saltpan syncs and loads modules and
+    states; the other kinds are always [])."""
+    out: dict[str, list[str]] = {kind: [] for kind in SYNC_KINDS}
+    out["modules"] = sync_modules(env, saltenv, refresh, extmod_whitelist, extmod_blacklist)
+    out["states"] = sync_states(env, saltenv, refresh, extmod_whitelist, extmod_blacklist)
+    return out
+
+
+@runs_command()
+def refresh_modules(env: ModuleEnv, **kwargs: Any) -> bool:
+    """Load the custom modules again (the next lookup in this job reads the files anew)."""
+    from runtime.modules import custom
+
+    env.extra.pop(custom.CACHE_KEY, None)
+    return True

@@ -12,6 +12,7 @@ dispatch (``runtime.master.worker``) and docs/protocol.md §5 are all derived fr
     session.py   sealed minion requests: heartbeat, publish key, return, pillar, grains, events
     files.py     sealed file server requests
     registry.py  REQUESTS, COMMANDS, classify(), parse_*_request()
+    errors.py    ERRORS: every error token the master answers with
 
 ``from runtime import protocol`` loads a module of this package when one of its names is first
 used (``protocol.Publish`` loads client.py only): making forty dataclasses costs tens of
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
         UpdateQuery,
         valid_function_name,
     )
+    from runtime.protocol.errors import ERRORS, MINION_SIDE, ErrorToken
     from runtime.protocol.files import (
         DirList,
         DirListReply,
@@ -74,6 +76,7 @@ if TYPE_CHECKING:
         SESSION_COMMANDS,
         UNKNOWN_CLASS,
         classify,
+        classify_request,
         envelope_class,
         parse_clear_request,
         parse_session_request,
@@ -87,6 +90,11 @@ if TYPE_CHECKING:
         Heartbeat,
         HeartbeatReply,
         JobReturn,
+        MineData,
+        MineDelete,
+        MineFlush,
+        MineGet,
+        MineStore,
         MinionEvent,
         MinionEvents,
         PillarReply,
@@ -102,25 +110,29 @@ _HOMES = {
     **dict.fromkeys(("ClientProof", "FileserverUpdate", "FileserverUpdateReply", "JobQuery", "JobReturns",
                      "JobReturnsReply", "Publish", "PublishJob", "PublishReply", "RemoteUpdate", "UpdateQuery",
                      "valid_function_name"), "client"),
+    **dict.fromkeys(("ERRORS", "ErrorToken", "MINION_SIDE"), "errors"),
     **dict.fromkeys(("DirList", "DirListReply", "FileChunk", "FileEnvs", "FileEnvsReply", "FileFind", "FileFindReply",
                      "FileHash", "FileHashReply", "FileList", "FileListReply", "ServeFile"), "files"),
     **dict.fromkeys(("CLEAR_COMMANDS", "COMMANDS", "INNER_MESSAGES", "REQUESTS", "SESSION_COMMANDS", "UNKNOWN_CLASS",
-                     "classify", "envelope_class", "parse_clear_request", "parse_session_request", "read_envelope"),
+                     "classify", "classify_request", "envelope_class", "parse_clear_request", "parse_session_request", "read_envelope"),
                     "registry"),
     **dict.fromkeys(("MAX_EVENTS_PER_REQUEST", "PILLAR_OVERRIDES", "EventsReply", "GrainsUpload", "Heartbeat",
-                     "HeartbeatReply", "JobReturn", "MinionEvent", "MinionEvents", "PillarReply", "PillarRequest",
+                     "HeartbeatReply", "JobReturn", "MineData", "MineDelete", "MineFlush", "MineGet", "MineStore",
+                     "MinionEvent", "MinionEvents", "PillarReply", "PillarRequest",
                      "PublishKeyReply", "PublishKeyRequest", "SessionRequest"), "session"),
 }
 
 __all__ = ["AuthHello", "AuthReply", "CLEAR_COMMANDS", "COMMANDS", "ClientProof", "DirList", "DirListReply",
-    "ErrorReply", "EventsReply", "FileChunk", "FileEnvs", "FileEnvsReply", "FileFind", "FileFindReply",
-    "FileserverUpdate", "FileserverUpdateReply",
+    "ERRORS", "ErrorReply", "ErrorToken", "EventsReply", "FileChunk", "FileEnvs", "FileEnvsReply", "FileFind",
+    "FileFindReply", "FileserverUpdate", "FileserverUpdateReply",
     "FileHash", "FileHashReply", "FileList", "FileListReply", "GrainsUpload", "Heartbeat", "HeartbeatReply",
-    "INNER_MESSAGES", "JobQuery", "JobReturn", "JobReturns", "JobReturnsReply", "MAX_EVENTS_PER_REQUEST",
+    "INNER_MESSAGES", "JobQuery", "MINION_SIDE", "JobReturn", "JobReturns", "MineData", "MineDelete", "MineFlush",
+    "MineGet", "MineStore", "JobReturnsReply", "MAX_EVENTS_PER_REQUEST",
     "Message", "MessageClass", "MinionEvent", "MinionEvents", "Ok", "PILLAR_OVERRIDES", "PillarReply",
     "PillarRequest", "ProtocolError", "Publish", "PublishJob", "PublishKeyReply", "PublishKeyRequest",
     "PublishReply", "REQUESTS", "RemoteUpdate", "Reply", "Request", "SESSION_COMMANDS", "ServeFile", "SessionRequest",
-    "UNKNOWN_CLASS", "UpdateQuery", "classify", "encode_clear", "envelope_class", "parse_clear_request",
+    "UNKNOWN_CLASS", "UpdateQuery", "classify", "classify_request", "encode_clear", "envelope_class",
+    "parse_clear_request",
     "parse_session_request", "read_envelope", "valid_function_name"]
 
 

@@ -9,6 +9,7 @@ Each carries a packed ``body`` and a ``proof`` that the sender holds its user's 
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from typing import Any, ClassVar, Self
 
@@ -32,6 +33,7 @@ from runtime.protocol.base import (
     texts,
 )
 
+MAX_USER_LENGTH = 255      # longer than any system's user names
 JOB_LIMITS = codec.Limits(max_size=4 * 1024 * 1024, max_items=100_000, max_depth=32)
 _FUN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -55,7 +57,8 @@ class ClientProof(Message):
         load = mapping(load, "a client proof", "bad_proof")
         if set(load) != {"user", "ts", "nonce", "mac"}:
             raise ProtocolError("bad_proof", "client proof must have exactly user, ts, nonce and mac")
-        return cls(user=text(load, "user", reason="bad_proof"), ts=integer(load, "ts", reason="bad_proof"),
+        return cls(user=text(load, "user", reason="bad_proof", max_len=MAX_USER_LENGTH),
+                   ts=integer(load, "ts", reason="bad_proof"),
                    nonce=binary(load, "nonce", reason="bad_proof", size=PROOF_NONCE_SIZE),
                    mac=binary(load, "mac", reason="bad_proof"))
 
@@ -188,6 +191,19 @@ class FileserverUpdate(Request[FileserverUpdateReply]):
 
 # ---------------------------------------------------------------- bodies
 
+def _timeout(value: Any) -> int:
+    """A job's timeout in whole seconds (Salt's ``-t``): absent, nil or 0 is the default, 5 (a
+    client rounding ``-t 0.5`` down sends 0); a number of seconds above 0 and below 2**31 is
+    rounded up; anything else (negative, NaN, infinite, not a number) is ``bad_job``, before the
+    job is given a jid or written anywhere."""
+    if value is None or (value == 0 and not isinstance(value, bool) and isinstance(value, (int, float))):
+        return 5
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 2 ** 31:
+        raise ProtocolError("bad_job", f"timeout must be a number of seconds from 0 to 2**31, got "
+                                       f"{str(value)[:32]}")
+    return min(2 ** 31 - 1, max(1, math.ceil(value)))
+
+
 @dataclasses.dataclass(frozen=True)
 class PublishJob(Message):
     """The body of ``publish``: Salt's publish load (a single ``module.function``; ``bad_job`` otherwise)."""
@@ -212,13 +228,13 @@ class PublishJob(Message):
         tgt = load.get("tgt")
         if not isinstance(tgt, (str, list)) or (isinstance(tgt, list) and not all(isinstance(t, str) for t in tgt)):
             raise ProtocolError("bad_job", "tgt must be a string or a list of strings")
-        ret = load.get("ret") or ""
-        timeout = load.get("timeout") or 5
-        if not isinstance(ret, str):
+        if not all(isinstance(name, str) for name in kwarg):
+            raise ProtocolError("bad_job", "kwarg must map argument names (strings) to values")
+        ret = load.get("ret")
+        if ret is not None and not isinstance(ret, str):
             raise ProtocolError("bad_job", "ret must be a string")
-        if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not 0 < timeout < 2 ** 31:
-            raise ProtocolError("bad_job", "timeout must be a positive number of seconds")
-        return cls(tgt=tgt, fun=str(fun), arg=arg, kwarg=kwarg, tgt_type=tgt_type, ret=ret, timeout=int(timeout))
+        return cls(tgt=tgt, fun=str(fun), arg=arg, kwarg=kwarg, tgt_type=tgt_type, ret=ret or "",
+                   timeout=_timeout(load.get("timeout")))
 
     @classmethod
     def decode(cls, body: bytes) -> Self:

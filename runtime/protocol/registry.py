@@ -30,6 +30,10 @@ from runtime.protocol.session import (
     GrainsUpload,
     Heartbeat,
     JobReturn,
+    MineDelete,
+    MineFlush,
+    MineGet,
+    MineStore,
     MinionEvent,
     MinionEvents,
     PillarRequest,
@@ -38,13 +42,14 @@ from runtime.protocol.session import (
 )
 
 __all__ = ["CLASSIFY_LIMITS", "CLEAR_COMMANDS", "COMMANDS", "INNER_MESSAGES", "REQUESTS", "SESSION_COMMANDS",
-           "UNKNOWN_CLASS", "classify", "encode_clear", "envelope_class", "parse_clear_request",
+           "UNKNOWN_CLASS", "classify", "classify_request", "encode_clear", "envelope_class", "parse_clear_request",
            "parse_session_request", "read_envelope"]
 
 # Every request of the protocol, in the order docs/protocol.md lists them.
 REQUESTS: tuple[type[Request[Any]], ...] = (
     AuthHello, Publish, JobReturns, FileserverUpdate,
-    Heartbeat, PublishKeyRequest, JobReturn, PillarRequest, GrainsUpload, MinionEvents,
+    Heartbeat, PublishKeyRequest, JobReturn, PillarRequest, GrainsUpload, MineStore, MineGet, MineDelete, MineFlush,
+    MinionEvents,
     FileEnvs, FileList, DirList, FileFind, FileHash, ServeFile,
 )
 
@@ -91,8 +96,14 @@ _PRIVILEGED_CLEAR_NAMES = tuple(cmd.encode() for cmd, cls in CLEAR_COMMANDS.item
 
 
 def classify(body: bytes | memoryview) -> MessageClass:
+    """The class of a request body (:func:`classify_request` without the envelope)."""
+    return classify_request(body)[0]
+
+
+def classify_request(body: bytes | memoryview) -> tuple[MessageClass, codec.Envelope | None]:
     """The class of a request body, for the request proxy's queues and rate limits, at a cost
-    bounded whatever the body (the proxy reads every request before any rate limit):
+    bounded whatever the body (the proxy reads every request before any rate limit), and the
+    decoded envelope of a client request (the proxy checks its proof to choose its flow):
 
     * a sealed envelope as saltpan packs it (``enc`` first): the session's, without decoding.
       With duplicate keys refused, these bytes decode to a sealed envelope or to nothing a worker
@@ -105,18 +116,20 @@ def classify(body: bytes | memoryview) -> MessageClass:
     """
     head = bytes(body[:len(_CLEAR_PREFIX)])
     if head.startswith(_SEALED_PREFIX):
-        return MessageClass.SESSION
+        return MessageClass.SESSION, None
     if head != _CLEAR_PREFIX or len(body) > CLASSIFY_LIMITS.max_size:
-        return UNKNOWN_CLASS
+        return UNKNOWN_CLASS, None
     raw = body if isinstance(body, bytes) else bytes(body)
     if not any(name in raw for name in _PRIVILEGED_CLEAR_NAMES):
-        return UNKNOWN_CLASS
+        return UNKNOWN_CLASS, None
     if not codec.small_shape(raw, CLASSIFY_LIMITS.max_depth, CLASSIFY_LIMITS.max_items):
-        return UNKNOWN_CLASS
+        return UNKNOWN_CLASS, None
     try:
-        return envelope_class(read_envelope(raw, CLASSIFY_LIMITS))
+        envelope = read_envelope(raw, CLASSIFY_LIMITS)
     except codec.DecodeError:
-        return UNKNOWN_CLASS
+        return UNKNOWN_CLASS, None
+    kind = envelope_class(envelope)
+    return kind, envelope if kind is not UNKNOWN_CLASS else None
 
 
 def parse_clear_request(load: dict[Any, Any]) -> Request[Any]:

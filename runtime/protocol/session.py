@@ -8,7 +8,7 @@ session, never for an id named in the payload (an ``id`` field naming another mi
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Protocol, Self
 
 from runtime.protocol.base import (
     LOCAL,
@@ -44,6 +44,13 @@ class SessionRequest(Request[R]):
     """A request sealed under a minion's session."""
 
     CLASS: ClassVar[MessageClass] = MessageClass.SESSION
+
+
+class Requester(Protocol):
+    """One sealed request to the master through the minion's session, answered with its checked reply
+    (``Minion.call_master``): how a minion's job code (the file client, the mine) asks the master."""
+
+    def __call__(self, message: SessionRequest[R]) -> R: ...
 
 
 # ---------------------------------------------------------------- keys and presence
@@ -223,10 +230,13 @@ class MinionEvents(SessionRequest[EventsReply]):
     REPLY: ClassVar[type[Reply]] = EventsReply
     NOTES: ClassVar[str] = (f"at most {MAX_EVENTS_PER_REQUEST} events; an event that is not a map with a string `tag` "
                             "and a map `data` is skipped; fired on the master bus with `data[\"id\"]` set from the "
-                            "session; never turned into jobs or master actions (class 3): the master's own prefixes "
-                            "(`salt/job/`, `salt/auth`, `salt/key`, `salt/presence/`, `salt/run/`, `salt/wheel/`) "
-                            "are refused; data over `max_event_size` trimmed as Salt trims it (`\"VALUE_TRIMMED\"`), "
-                            "dropped if still too large; `fired` counts the events put on the bus")
+                            "session; never turned into jobs or master actions (class 3): tags in the master's "
+                            "namespaces (`salt/` except the sender's own `salt/minion/<id>/` and `salt/beacon/<id>/`, "
+                            "a bare job id), however written (case, doubled or trailing slashes, backslashes, blanks, "
+                            "invisible or look-alike characters), are refused `reserved_tag`, empty, over-long or "
+                            "control-character tags `invalid_tag` (`runtime/master/event_tags.py`); data over "
+                            "`max_event_size` trimmed as Salt trims it (`\"VALUE_TRIMMED\"`), dropped if still too "
+                            "large; `fired` counts the events put on the bus")
 
     events: tuple[MinionEvent, ...]
     skipped: int = dataclasses.field(default=0, metadata=LOCAL)   # malformed events left out
@@ -243,3 +253,115 @@ class MinionEvents(SessionRequest[EventsReply]):
             except ProtocolError:
                 continue
         return cls(events=tuple(events), skipped=len(raw) - len(events))
+
+
+# ---------------------------------------------------------------- the Salt mine
+
+MAX_MINE_FUNCTIONS = 100        # functions named in one `_mine_get` or stored by one `_mine`
+MAX_MINE_NAME = 256             # characters of a mine function name (an alias or module.function)
+MINE_TARGET_TYPES = ("glob", "pcre", "list", "grain", "grain_pcre", "pillar", "pillar_pcre", "pillar_exact",
+                     "ipcidr", "compound", "nodegroup")
+
+
+def _mine_names(value: Any, what: str) -> list[str]:
+    names = value if isinstance(value, list) else [value]
+    if not names or len(names) > MAX_MINE_FUNCTIONS or not all(
+            isinstance(n, str) and 0 < len(n) <= MAX_MINE_NAME for n in names):
+        raise ProtocolError("bad_mine", f"{what} must be a function name or a list of at most {MAX_MINE_FUNCTIONS} "
+                                        f"names of at most {MAX_MINE_NAME} characters")
+    return names
+
+
+@dataclasses.dataclass(frozen=True)
+class MineStore(SessionRequest[Ok]):
+    """The minion's mine data: ``{function or alias: its result}`` (``mine.update``, ``mine.send``)."""
+
+    COMMAND: ClassVar[str] = "_mine"
+    REPLY: ClassVar[type[Reply]] = Ok
+    NOTES: ClassVar[str] = ("stored in the minion data cache (bank `mine`) under the session's id, merged over what "
+                            "it held unless `clear`; an entry may carry Salt's minion-side ACL (`__saltmine_acl__`, "
+                            "`allow_tgt`, `allow_tgt_type`); over `max_minion_data_size` bytes of JSON refused "
+                            "`too_large` and the stored mine dropped; at most "
+                            f"{MAX_MINE_FUNCTIONS} functions")
+
+    data: dict[str, Any]
+    clear: bool = False
+
+    @classmethod
+    def from_wire(cls, load: Any) -> Self:
+        load = mapping(load)
+        data = submap(load, "data", reason="bad_mine")
+        if data:
+            _mine_names(list(data), "the keys of data")
+        return cls(data=data, clear=boolean(load, "clear", default=False))
+
+
+@dataclasses.dataclass(frozen=True)
+class MineData(Reply):
+    """``{minion: data}`` for one function, ``{function: {minion: data}}`` for several (Salt's shapes)."""
+
+    data: dict[str, Any]
+
+    @classmethod
+    def from_wire(cls, load: Any) -> Self:
+        return cls(data=submap(mapping(load, "a mine reply"), "data"))
+
+
+@dataclasses.dataclass(frozen=True)
+class MineGet(SessionRequest[MineData]):
+    """Other minions' mine data (``mine.get TGT FUN [TGT_TYPE]``)."""
+
+    COMMAND: ClassVar[str] = "_mine_get"
+    REPLY: ClassVar[type[Reply]] = MineData
+    NOTES: ClassVar[str] = ("the functions the master's `mine_get` ACL grants the session's id (none: `{}`); the "
+                            "minions matching `tgt` in the key store and minion data cache (a minion without "
+                            "cached data matches no grain or pillar target; `pillar` means `pillar_exact`); an "
+                            "entry whose `allow_tgt` does not match the session's id is left out; `fun` a name, a "
+                            "comma-separated string or a list")
+
+    tgt: str | list[str]
+    fun: str | list[str]
+    tgt_type: str = "glob"
+
+    @classmethod
+    def from_wire(cls, load: Any) -> Self:
+        load = mapping(load)
+        tgt = load.get("tgt")
+        if not isinstance(tgt, (str, list)) or (isinstance(tgt, list) and not all(isinstance(t, str) for t in tgt)):
+            raise ProtocolError("bad_mine", "tgt must be a string or a list of strings")
+        fun = load.get("fun")
+        _mine_names(fun, "fun")
+        tgt_type = text(load, "tgt_type", reason="bad_mine", default="glob")
+        if tgt_type not in MINE_TARGET_TYPES:
+            raise ProtocolError("bad_mine", f"unknown tgt_type {tgt_type[:40]!r} (known: "
+                                            f"{', '.join(MINE_TARGET_TYPES)})")
+        return cls(tgt=tgt, fun=fun, tgt_type=tgt_type)
+
+
+@dataclasses.dataclass(frozen=True)
+class MineDelete(SessionRequest[Ok]):
+    """Drop one function from the minion's mine (``mine.delete``)."""
+
+    COMMAND: ClassVar[str] = "_mine_delete"
+    REPLY: ClassVar[type[Reply]] = Ok
+    NOTES: ClassVar[str] = "removes `fun` from the session's minion's entry in bank `mine`"
+
+    fun: str
+
+    @classmethod
+    def from_wire(cls, load: Any) -> Self:
+        return cls(fun=text(mapping(load), "fun", reason="bad_mine", max_len=MAX_MINE_NAME))
+
+
+@dataclasses.dataclass(frozen=True)
+class MineFlush(SessionRequest[Ok]):
+    """Drop the minion's whole mine (``mine.flush``)."""
+
+    COMMAND: ClassVar[str] = "_mine_flush"
+    REPLY: ClassVar[type[Reply]] = Ok
+    NOTES: ClassVar[str] = "removes the session's minion's entry in bank `mine`"
+
+    @classmethod
+    def from_wire(cls, load: Any) -> Self:
+        mapping(load)
+        return cls()

@@ -17,11 +17,15 @@ import os
 import re
 import shutil
 from dataclasses import dataclass
+from typing import Any
 
 from runtime import cmdrun
 
 SYSTEMD_MARKER = "/run/systemd/system"
 INIT_D = "/etc/init.d"
+# where unit files live (Salt's SYSTEM_CONFIG_PATHS and LOCAL_CONFIG_PATH)
+UNIT_DIRS = ("/lib/systemd/system", "/usr/lib/systemd/system", "/etc/systemd/system")
+UNIT_TYPES = ("service", "socket", "device", "mount", "automount", "swap", "target", "path", "timer")
 # `systemctl is-enabled` answers that mean "starts at boot" (static units start when wanted)
 _ENABLED_STATES = ("enabled", "enabled-runtime", "alias", "static", "indirect", "generated")
 
@@ -54,11 +58,84 @@ def _outcome(res: cmdrun.CommandResult) -> Outcome:
     return Outcome(res.retcode == 0, (res.stderr or res.stdout).strip())
 
 
+def short_unit(fullname: str) -> str | None:
+    """A unit file name as Salt lists it: ``cron`` for ``cron.service``, ``x.timer`` for a timer;
+    None for a name that is not a unit."""
+    unit_name, dot, unit_type = fullname.rpartition(".")
+    if not dot or unit_type not in UNIT_TYPES:
+        return None
+    return unit_name if unit_type == "service" else fullname
+
+
 class Systemctl:
     """Unit files and, when systemd runs (``booted``), units themselves."""
 
     def __init__(self, booted: bool):
         self.booted = booted
+
+    @staticmethod
+    def unit_files() -> set[str]:
+        """Every unit file of the unit directories, named as :func:`short_unit` does."""
+        out: set[str] = set()
+        for path in UNIT_DIRS:
+            if os.access(path, os.R_OK) and not os.path.islink(path):
+                for fullname in os.listdir(path):
+                    name = short_unit(fullname)
+                    if name is not None:
+                        out.add(name)
+        return out
+
+    @staticmethod
+    def unit_file_states(state: str) -> set[str]:
+        """Units whose ``systemctl list-unit-files`` state is ``state`` (enabled, disabled, static)."""
+        res = _run(["systemctl", "--full", "--no-legend", "--no-pager", "list-unit-files"])
+        out: set[str] = set()
+        for line in res.stdout.splitlines():
+            fields = line.split()
+            if len(fields) >= 2 and fields[1] == state:
+                name = short_unit(fields[0])
+                if name is not None:
+                    out.add(name)
+        return out
+
+    @staticmethod
+    def running_units() -> set[str]:
+        """Units systemd reports running (none when systemd is not the running init)."""
+        res = _run(["systemctl", "--full", "--no-legend", "--no-pager"])
+        out: set[str] = set()
+        for line in res.stdout.splitlines():
+            fields = line.split()
+            if len(fields) > 3 and fields[3] == "running":
+                name = short_unit(fields[0])
+                if name is not None:
+                    out.add(name)
+        return out
+
+    @staticmethod
+    def show(name: str) -> dict[str, Any]:
+        """``systemctl show`` as Salt parses it: key=value lines; ``{a=b ; c=d}`` values as mappings;
+        Before/After/Wants as lists."""
+        res = _run(["systemctl", "show", unit(name)])
+        out: dict[str, Any] = {}
+        for line in [*res.stdout.splitlines(), *res.stderr.splitlines()]:
+            if not line:
+                continue
+            key, _, value = line.partition("=")
+            if value.startswith("{"):
+                fields: dict[str, str] = {}
+                for item in value.replace("{", "").replace("}", "").split(" ; "):
+                    field_key, _, field_value = item.partition("=")
+                    fields[field_key.strip()] = field_value.strip()
+                out[key] = fields
+            elif key in ("Before", "After", "Wants"):
+                out[key] = value.split()
+            else:
+                out[key] = value
+        return out
+
+    @staticmethod
+    def daemon_reload() -> Outcome:
+        return _outcome(_run(["systemctl", "--system", "daemon-reload"]))
 
     def available(self, name: str) -> bool:
         if self.booted:
@@ -97,6 +174,24 @@ class Systemctl:
 
 class SysV:
     """Init scripts in /etc/init.d, run through ``service`` (or directly); boot links in /etc/rc?.d."""
+
+    @staticmethod
+    def scripts(executable_only: bool = False) -> list[str]:
+        """The init scripts (README left out)."""
+        try:
+            names = os.listdir(INIT_D)
+        except OSError:
+            return []
+        return sorted(n for n in names if n != "README" and (
+            not executable_only or os.access(os.path.join(INIT_D, n), os.X_OK)))
+
+    def enabled_names(self) -> set[str]:
+        """Services started at boot in the current runlevel (an S link in /etc/rc[S<level>].d)."""
+        return {re.sub(r"^S\d+", "", os.path.basename(link))
+                for link in glob.glob(f"/etc/rc[S{self._runlevel()}].d/S*")}
+
+    def all_names(self) -> set[str]:
+        return set(self.scripts()) | self.enabled_names()
 
     @staticmethod
     def _script(name: str) -> str:

@@ -9,8 +9,8 @@ from runtime.crypt.handshake import AuthResult, finish_auth, start_auth
 from runtime.crypt.identity import Identity
 from runtime.crypt.trust import MasterTrust
 from runtime.master.auth import AuthService, AuthSettings
-from runtime.master.keys import FileKeyStore
-from runtime.master.sessions import SQLiteSessionStore
+from runtime.master.store.file_keys import FileKeyStore
+from runtime.master.store.sqlite_sessions import SQLiteSessionStore
 
 
 @dataclass

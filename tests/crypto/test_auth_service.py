@@ -10,7 +10,7 @@ from runtime.crypt.errors import MasterKeyMismatch
 from runtime.crypt.handshake import finish_auth, now_ms, start_auth
 from runtime.crypt.identity import Identity, public_to_pem
 from runtime.master.auth import AuthService, AuthSettings
-from runtime.master.keys import FileKeyStore
+from runtime.master.store.file_keys import FileKeyStore
 
 
 def wire(load):

@@ -14,11 +14,11 @@ from runtime.master.keys import (
     DENIED,
     PENDING,
     REJECTED,
-    FileKeyStore,
     InvalidMinionId,
     id_problem,
     valid_id,
 )
+from runtime.master.store.file_keys import FileKeyStore
 
 
 def pub() -> bytes:

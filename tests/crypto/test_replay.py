@@ -11,7 +11,7 @@ from runtime.crypt.channel import ServerChannel
 from runtime.crypt.errors import ReplayRefused
 from runtime.crypt.handshake import now_ms
 from runtime.crypt.replay import MemoryReplayGuard, check_fresh, window_admit
-from runtime.master.sessions import SQLiteSessionStore
+from runtime.master.store.sqlite_sessions import SQLiteSessionStore
 
 
 def admit_all(counters, size=64):

@@ -10,7 +10,7 @@ import pytest
 
 from runtime.crypt.errors import UnknownSession
 from runtime.crypt.handshake import SessionKeys, now_ms
-from runtime.master.sessions import DB_NAME, SQLiteSessionStore
+from runtime.master.store.sqlite_sessions import DB_NAME, SQLiteSessionStore
 
 
 def session(minion_id: str, created: int | None = None) -> SessionKeys:

@@ -3,26 +3,18 @@
 * ``http_server`` / ``https_server``: http.server in a thread, routes set per test;
   the TLS one serves a certificate signed by a throw-away CA made with ``cryptography``.
 * ``cobbler``: a cobbler-compatible XML-RPC server (login, token_check, get_blended_data).
-* ``postgres``: a private PostgreSQL cluster (initdb + pg_ctl) on a free port in a temp dir,
-  as the ``postgres`` user when run as root.  Debian's ``postgresql`` is installed with
-  apt-get when missing (root only).  Under CI the tests fail rather than skip when that
-  is impossible.
+* ``postgres`` (tests/pgserver.py, for the whole suite): a private PostgreSQL server.
 """
 
 from __future__ import annotations
 
 import datetime
-import glob
 import http.server
 import ipaddress
 import os
-import pwd
 import secrets
-import shutil
 import socketserver
 import ssl
-import subprocess
-import tempfile
 import threading
 import time
 import xmlrpc.server
@@ -249,126 +241,3 @@ def cobbler() -> Iterator[CobblerServer]:
     server.register_instance(Api())
     with _serving(server) as port:
         yield CobblerServer(f"http://127.0.0.1:{port}/cobbler_api", systems, users, calls, tokens, delay)
-
-
-# -- PostgreSQL -------------------------------------------------------------------------
-
-
-from tests.netutil import free_port  # noqa: E402  (shared with other suites)
-
-
-def _pg_bindir() -> str | None:
-    candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"),
-                        key=lambda p: int(p.split("/")[4]) if p.split("/")[4].isdigit() else 0)
-    if candidates:
-        return os.path.dirname(candidates[-1])
-    found = shutil.which("initdb")
-    return os.path.dirname(found) if found else None
-
-
-def _install_postgresql() -> None:
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    subprocess.run(["apt-get", "update", "-q"], check=True, env=env, stdout=subprocess.DEVNULL, timeout=600)
-    subprocess.run(["apt-get", "install", "-y", "-q", "--no-install-recommends", "postgresql"], check=True,
-                   env=env, stdout=subprocess.DEVNULL, timeout=900)
-
-
-def _unavailable(reason: str) -> None:
-    # Under CI, tests/conftest.py turns this skip into a failure.
-    pytest.skip(f"PostgreSQL not available: {reason}")
-
-
-@dataclass
-class Postgres:
-    host: str
-    port: int
-    user: str
-    password: str
-    db: str
-
-    def settings(self) -> dict[str, Any]:
-        return {"host": self.host, "port": self.port, "user": self.user, "pass": self.password, "db": self.db}
-
-    def execute(self, sql: str, params: Any = None) -> None:
-        import psycopg
-
-        with psycopg.connect(host=self.host, port=self.port, user=self.user, password=self.password,
-                             dbname=self.db, autocommit=True) as conn:
-            conn.execute(sql, params)
-
-
-@pytest.fixture(scope="session")
-def postgres() -> Iterator[Postgres]:
-    try:
-        import psycopg  # noqa: F401
-    except ImportError:
-        _unavailable("psycopg is not installed (pip install -e '.[test]')")
-    bindir = _pg_bindir()
-    if bindir is None:
-        if os.geteuid() != 0 or not shutil.which("apt-get"):
-            _unavailable("initdb not found and apt-get cannot install postgresql here (needs root on Debian)")
-        try:
-            _install_postgresql()
-        except (subprocess.SubprocessError, OSError) as exc:
-            _unavailable(f"apt-get install postgresql failed: {exc}")
-        bindir = _pg_bindir()
-        if bindir is None:
-            _unavailable("postgresql installed but initdb not found")
-    assert bindir is not None
-    run_as: pwd.struct_passwd | None = None
-    if os.geteuid() == 0:
-        for name in ("postgres", "nobody"):
-            try:
-                run_as = pwd.getpwnam(name)
-                break
-            except KeyError:
-                continue
-        if run_as is None:
-            _unavailable("running as root and no 'postgres' or 'nobody' user to run the server as")
-    workdir = tempfile.mkdtemp(prefix="saltpan-pg-")
-    password = secrets.token_hex(12)
-    data = os.path.join(workdir, "data")
-    pwfile = os.path.join(workdir, "pw")
-    with open(pwfile, "w") as fh:
-        fh.write(password + "\n")
-    if run_as is not None:
-        for path in (workdir, pwfile):
-            os.chown(path, run_as.pw_uid, run_as.pw_gid)
-    os.chmod(workdir, 0o700)
-
-    def as_server_user() -> None:
-        if run_as is not None:
-            os.setgid(run_as.pw_gid)
-            os.setgroups([])
-            os.setuid(run_as.pw_uid)
-
-    env = dict(os.environ, LC_ALL="C.UTF-8", LANG="C.UTF-8", HOME=workdir)
-    env.pop("PGDATA", None)
-    port = free_port()
-    try:
-        subprocess.run([os.path.join(bindir, "initdb"), "-D", data, "-U", "salt", f"--pwfile={pwfile}",
-                        "--auth-host=scram-sha-256", "--auth-local=scram-sha-256", "-E", "UTF8", "--no-sync"],
-                       check=True, preexec_fn=as_server_user, env=env, cwd=workdir, capture_output=True,
-                       timeout=120)
-        subprocess.run([os.path.join(bindir, "pg_ctl"), "-D", data, "-l", os.path.join(workdir, "log"), "-w",
-                        "-t", "60", "-o", f"-p {port} -k {workdir} -c listen_addresses=127.0.0.1 -c fsync=off",
-                        "start"],
-                       check=True, preexec_fn=as_server_user, env=env, cwd=workdir, capture_output=True,
-                       timeout=120)
-    except subprocess.CalledProcessError as exc:
-        log = ""
-        if os.path.exists(os.path.join(workdir, "log")):
-            with open(os.path.join(workdir, "log")) as fh:
-                log = fh.read()[-2000:]
-        shutil.rmtree(workdir, ignore_errors=True)
-        pytest.fail(f"starting PostgreSQL failed: {exc.stderr.decode(errors='replace')[-2000:]}\n{log}")
-    server = Postgres("127.0.0.1", port, "salt", password, "postgres")
-    try:
-        server.execute("CREATE DATABASE salt")
-        server.db = "salt"
-        yield server
-    finally:
-        subprocess.run([os.path.join(bindir, "pg_ctl"), "-D", data, "-m", "immediate", "-w", "stop"],
-                       preexec_fn=as_server_user, env=env, cwd=workdir, capture_output=True, timeout=60)
-        shutil.rmtree(workdir, ignore_errors=True)
-

@@ -11,7 +11,10 @@ from runtime.cli.main import main
 
 def compile_cli(capsys: Any, root: Path, *argv: str) -> tuple[int, str, str]:
     """`saltpan compile -c root/saltpan.conf --fleet root/fleet.yaml ARGV...` -> (exit status, stdout, stderr)."""
-    code = main(["compile", "--config", str(root / "saltpan.conf"), "--fleet", str(root / "fleet.yaml"), *argv])
+    try:
+        code = main(["compile", "--config", str(root / "saltpan.conf"), "--fleet", str(root / "fleet.yaml"), *argv])
+    except SystemExit as exc:   # the parser's own usage errors (a bad option value): exit 2 from the shell
+        code = int(exc.code or 0)
     out, err = capsys.readouterr()
     return code, out, err
 

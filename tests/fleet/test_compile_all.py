@@ -90,7 +90,7 @@ def test_failed_minions_are_summarised_with_file_and_line(fleet_repo: Path, caps
 
 def test_default_fleet_is_the_masters_grains_cache(tmp_path: Path, capsys) -> None:
     from runtime.cli.main import main
-    from runtime.master.datacache import SQLiteDataCache
+    from runtime.master.store.sqlite_data import SQLiteDataCache
     from tests.fleet.fixture import make_repo
 
     make_repo(tmp_path)
@@ -145,7 +145,7 @@ def test_progress_bar_only_on_a_terminal() -> None:
     (["--all", "--explain", "nginx:port"], "explains one minion's value"),
     (["--all", "--diff", "HEAD", "--diff-to", "/tmp"], "either --diff REV or --diff-to DIR"),
     (["--minion", "web-0000", "--target", "web-*"], "use it with --all"),
-    (["--all", "--jobs", "0"], "--jobs must be at least 1"),
+    (["--all", "--jobs", "0"], "argument --jobs/-j: '0' must be at least 1"),
     (["--all", "--diff", "HEAD", "--show", "top"], "--diff compares pillar and lowstate"),
     (["--all", "--grains", "g.yaml"], "with --all the grains come from the fleet"),
     (["--minion", "web-0000", "--explain", "nginx::port"], "bad key"),

@@ -106,8 +106,20 @@ class Daemon:
         return text
 
 
+def store_opts(kind: str, postgres: Any = None) -> dict[str, Any]:
+    """Master options for ``master_store`` ``kind``: {} for sqlite (the default), or a fresh
+    database of the suite's PostgreSQL server (tests/pgserver.py) for postgres.  The plane tests
+    that touch a store run once with each (the ``master_store`` fixture of conftest.py)."""
+    if kind == "sqlite":
+        return {}
+    return {"master_store": "postgres", "master_store_dsn": postgres.dsn(postgres.fresh_database("plane"))}
+
+
 class Cluster:
-    """tmp dir layout: master.yaml, <minion>.yaml, logs, roots."""
+    """tmp dir layout: master.yaml, <minion>.yaml, logs, roots.
+
+    ``master_opts`` may choose the master store (``store_opts``): with ``master_store: postgres``
+    the master is started after ``saltpan master --init-store``."""
 
     def __init__(self, base: Path, pillar_roots: dict | None = None, file_roots: dict | None = None,
                  master_opts: dict | None = None):
@@ -131,6 +143,7 @@ class Cluster:
             "file_roots": file_roots or {"base": [str(base / "states")]},
         }
         self.master_opts.update(master_opts or {})
+        self.store_ready = False      # master_store: postgres gets `saltpan master --init-store` once
         self.master = Daemon("master", [sys.executable, "-m", "runtime", "master", "-c", str(self.master_conf)],
                              base / "master.log")
         self.minions: dict[str, Daemon] = {}
@@ -168,6 +181,10 @@ class Cluster:
     # -- lifecycle ------------------------------------------------------------------
     def start_master(self, wait: bool = True) -> None:
         self.write_master_conf()
+        if self.master_opts.get("master_store") == "postgres" and not self.store_ready:
+            # what an operator does once before the first start (docs/operations.md)
+            self.saltpan("master", "--init-store", "-c", str(self.master_conf), check=True)
+            self.store_ready = True
         self.master.start()
         if wait:
             sock = Path(self.master_opts["sock_dir"]) / "master_event_pub.ipc"

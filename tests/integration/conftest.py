@@ -1,13 +1,17 @@
-"""Fixtures: a running master with three accepted minions (torn down whatever happens)."""
+"""Fixtures: a running master with three accepted minions (torn down whatever happens), and the
+master store the store-touching plane tests run on (``master_store``: sqlite, then postgres)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.integration.cluster import Cluster
+from tests.integration.cluster import Cluster, store_opts
+
+STORES = ("sqlite", "postgres")
 
 
 def write_trees(base: Path) -> None:
@@ -33,3 +37,10 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     cl.add_minion("db01", {"role": "db", "os": "RedHat"})
     with cl.running():
         yield cl
+
+
+@pytest.fixture(scope="module", params=STORES)
+def master_store(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """Master options choosing the store: the plane tests that touch keys, jobs, the data cache
+    (pillar, grains, mine) run once on SQLite and once on PostgreSQL, so both keep one behaviour."""
+    return store_opts(request.param, request.getfixturevalue("postgres") if request.param == "postgres" else None)

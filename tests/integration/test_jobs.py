@@ -12,6 +12,7 @@ import os
 import re
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -22,10 +23,10 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def jobs_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+def jobs_cluster(tmp_path_factory: pytest.TempPathFactory, master_store: dict[str, Any]) -> Iterator[Cluster]:
     base = tmp_path_factory.mktemp("jobs")
     write_trees(base)
-    cl = Cluster(base)
+    cl = Cluster(base, master_opts=master_store)
     cl.add_minion("mp01", multiprocessing=True)
     cl.add_minion("th01")
     with cl.running():

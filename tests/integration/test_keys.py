@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -32,11 +33,11 @@ IDS = ["web01", "web02", "db01", "bad01"]
 
 
 @pytest.fixture(scope="module")
-def keyed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+def keyed(tmp_path_factory: pytest.TempPathFactory, master_store: dict[str, Any]) -> Iterator[Cluster]:
     base = tmp_path_factory.mktemp("keys")
     write_trees(base)
     (base / "markers").mkdir()
-    cl = Cluster(base)
+    cl = Cluster(base, master_opts=master_store)
     cl.add_minion("web01", {"role": "web"})
     cl.add_minion("web02", {"role": "web"})
     cl.add_minion("db01", {"role": "db"})

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -39,12 +40,12 @@ def set_rack(base: Path, minion_id: str, rack: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def pcluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+def pcluster(tmp_path_factory: pytest.TempPathFactory, master_store: dict[str, Any]) -> Iterator[Cluster]:
     base = tmp_path_factory.mktemp("pillar-refresh")
     write(base / "pillar" / "top.sls", "base:\n  '*':\n    - common\n")
     set_tier(base, "blue")
     write(base / "states" / "top.sls", "base: {}\n")
-    cl = Cluster(base)
+    cl = Cluster(base, master_opts=master_store)
     for minion_id in IDS:
         set_rack(base, minion_id, "r1")
         # db01 runs its jobs in forked processes: refreshes must still reach its event loop.

@@ -25,10 +25,6 @@ REQUIRED = ("pillar", "highstate", "lowstate")
 # what this host needs to have for the host reads of these formulas to see what Salt's capture host had
 HOST_NEEDS = {"timezone": lambda: os.path.isfile("/etc/localtime"), "users": lambda: shutil.which("git") is not None}
 
-# (formula, state tag): why saltpan's apply_test result differs today, and which issue closes it
-APPLY_TEST_PENDING = {
-    "postgres": "module.wait of service.reload needs the `service` execution module (issue 15, execution modules)",
-}
 
 
 def _params() -> list:
@@ -62,12 +58,7 @@ def test_offline_compile_answers_as_a_host_without_the_thing(name: str) -> None:
     assert "missing" in outcome.message or "unexpected" in outcome.message or "got" in outcome.message
 
 
-def _apply_params() -> list:
-    return [pytest.param(name, id=name, marks=[pytest.mark.xfail(reason=APPLY_TEST_PENDING[name], strict=True)]
-                         if name in APPLY_TEST_PENDING else []) for name in runner.case_names()]
-
-
-@pytest.mark.parametrize("name", _apply_params())
+@pytest.mark.parametrize("name", runner.case_names())
 def test_apply_test_matches_salt(name: str) -> None:
     outcome = runner.run(name, "apply_test")
     assert outcome.ok, f"{name} apply_test:\n{outcome.message}"

@@ -1,12 +1,16 @@
 """Floods against a master's request port, and what legit traffic sees meanwhile.
 
-Two floods (SECURITY.md class 9, CVE-2023-20897's family):
+The floods (SECURITY.md class 9, CVE-2023-20897's family; issue 16 items 3 and 9):
 
 * ``auth``: hellos of new minion ids, each correctly signed by its own fresh key (so every one
   costs the master a signature check, a nonce claim and a key-store decision; the ids fill the
   pending set up to ``max_pending_keys``, the rest are refused ``pending_full``);
 * ``malformed``: frames the proxy must drop (wrong frame counts, bad request ids) and bodies
-  the decoder must refuse (not msgpack, too deep, huge declared lengths, ext types, bad keys).
+  the decoder must refuse (not msgpack, too deep, huge declared lengths, ext types, bad keys);
+* ``session``: an accepted minion's sealed ``_pillar`` requests, pipelined (A1);
+* ``chunks``: an accepted minion's ``_serve_file`` requests whose replies it never reads (A1);
+* ``publish``: ``publish`` requests with proofs that do not verify, some claiming the master's
+  own user (junk publishes).
 
 Each flood runs in separate processes (as attackers would: the measuring process keeps its
 own CPU), from several loopback source addresses (so that per-peer rate limits do not stop it
@@ -32,6 +36,7 @@ import msgpack
 import zmq
 
 from runtime import codec
+from tests.security.probe import HonestProbe, ProbeResult
 
 SOURCES = [f"127.0.0.{100 + i}" for i in range(4)]
 
@@ -79,20 +84,89 @@ def malformed_messages() -> list[list[bytes]]:
 
 # ---------------------------------------------------------------- the attacker processes
 
-def _flood_process(kind: str, port: int, seconds: float, source: str, tag: str, rate: float, out: Any) -> None:
-    """One attacker: sends ``kind`` messages from ``source`` at up to ``rate`` a second (auth
-    hellos are made on the fly, each for a new id with a fresh signature)."""
-    from runtime.crypt.handshake import start_auth
+@dataclass(frozen=True)
+class Credentials:
+    """What an attacker process needs to act as an accepted minion (A1), or as a local user
+    whose proofs do not verify (junk publishes)."""
+
+    minion_id: str = ""
+    pem: bytes = b""             # the minion's private key (PEM)
+    user: str = ""               # the user junk publishes claim (the master's own, to hit its lane)
+    big_file: str = ""           # a file of several MiB in file_roots (unread file chunks)
+
+
+class _Session:
+    """An attacker's own session as an accepted minion (re-made when the master drops it)."""
+
+    def __init__(self, sock: zmq.Socket, creds: Credentials) -> None:
+        from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+        from runtime.crypt.identity import Identity
+
+        self.sock = sock
+        self.creds = creds
+        self.identity = Identity.from_private(load_pem_private_key(creds.pem, None))  # type: ignore[arg-type]
+        self.channel: Any = None
+        self.auth()
+
+    def auth(self) -> None:
+        from runtime.crypt.channel import ClientChannel
+        from runtime.crypt.handshake import finish_auth, start_auth
+        from tests.integration.rogue import AcceptAll
+
+        for _ in range(20):
+            attempt = start_auth(self.identity, self.creds.minion_id)
+            rid = os.urandom(8)
+            self.sock.send_multipart([b"", rid, codec.pack_envelope(codec.ENC_CLEAR, attempt.load)])
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline:
+                if not self.sock.poll(200, zmq.POLLIN):
+                    continue
+                frames = self.sock.recv_multipart()
+                if frames[1] != rid:
+                    continue
+                result = finish_auth(attempt, codec.unpack_envelope(frames[2]).load, AcceptAll())
+                if result.outcome == "accepted":
+                    self.channel = ClientChannel(result.session, clock_offset_ms=result.clock_offset_ms)
+                    return
+                break
+            time.sleep(0.5)
+        raise RuntimeError(f"the flood's minion {self.creds.minion_id} could not authenticate")
+
+    def sealed(self, payload: dict[str, Any]) -> bytes:
+        return self.channel.seal_request(payload)[1]
+
+
+def _flood_process(kind: str, port: int, seconds: float, source: str, tag: str, rate: float, out: Any,
+                   creds: Credentials | None = None) -> None:
+    """One attacker: sends ``kind`` messages from ``source`` at up to ``rate`` a second.
+
+    * ``auth``: hellos, each for a new id with a fresh signature;
+    * ``malformed``: :func:`malformed_messages`;
+    * ``session``: sealed ``_pillar`` requests (and some ``_file_hash``) of an accepted minion,
+      pipelined without waiting for replies (the independent suite sent 40,000);
+    * ``chunks``: ``_serve_file`` requests for a large file over four connections whose replies
+      are never read (receive buffers of a few KiB, a receive high-water mark of one message);
+    * ``publish``: ``publish`` requests whose proofs do not verify, claiming ``creds.user``.
+    """
     from runtime.crypt.identity import Identity
 
-    keys = [Identity.generate() for _ in range(16)]
+    keys = [Identity.generate() for _ in range(16)] if kind == "auth" else []
     messages = malformed_messages()
     ctx = zmq.Context()
-    sock = ctx.socket(zmq.DEALER)
-    sock.setsockopt(zmq.LINGER, 0)
-    sock.setsockopt(zmq.SNDHWM, 10_000)
-    sock.setsockopt(zmq.RCVHWM, 10_000)
-    sock.connect(f"tcp://{source}:0;127.0.0.1:{port}")
+    socks = []
+    for _ in range(4 if kind == "chunks" else 1):
+        sock = ctx.socket(zmq.DEALER)
+        sock.setsockopt(zmq.LINGER, 0)
+        sock.setsockopt(zmq.SNDHWM, 100_000)
+        if kind == "chunks":          # a peer that does not read: libzmq stops reading TCP at once
+            sock.setsockopt(zmq.RCVHWM, 1)
+            sock.setsockopt(zmq.RCVBUF, 4096)
+        else:
+            sock.setsockopt(zmq.RCVHWM, 100_000)
+        sock.connect(f"tcp://{source}:0;127.0.0.1:{port}")
+        socks.append(sock)
+    session = _Session(socks[0], creds) if kind in ("session", "chunks") and creds is not None else None
     sent = 0
     replies: Counter[str] = Counter()
     started = time.monotonic()
@@ -102,25 +176,49 @@ def _flood_process(kind: str, port: int, seconds: float, source: str, tag: str, 
             if sent > (now - started) * rate:
                 time.sleep(0.002)
             else:
-                if kind == "auth":
-                    hello = start_auth(keys[sent % len(keys)], f"flood-{tag}-{sent}").load
-                    frames = [b"", os.urandom(8), codec.pack_envelope(codec.ENC_CLEAR, hello)]
-                else:
-                    frames = messages[sent % len(messages)]
+                sock = socks[sent % len(socks)]
+                frames = _attack_frames(kind, sent, tag, keys, messages, session, creds)
                 try:
                     sock.send_multipart(frames, zmq.NOBLOCK)
                     sent += 1
                 except zmq.Again:
                     time.sleep(0.001)
-            while sock.poll(0, zmq.POLLIN):
-                replies[_reply_kind(sock.recv_multipart())] += 1
+            if kind != "chunks":
+                while socks[0].poll(0, zmq.POLLIN):
+                    kind_of = _reply_kind(socks[0].recv_multipart())
+                    replies[kind_of] += 1
+                    if kind_of == "unknown_session" and session is not None and replies[kind_of] % 50 == 1:
+                        session.auth()
         end = time.monotonic() + 1.0
-        while time.monotonic() < end and sock.poll(100, zmq.POLLIN):
-            replies[_reply_kind(sock.recv_multipart())] += 1
+        while kind != "chunks" and time.monotonic() < end and socks[0].poll(100, zmq.POLLIN):
+            replies[_reply_kind(socks[0].recv_multipart())] += 1
     finally:
-        sock.close(linger=0)
+        for sock in socks:
+            sock.close(linger=0)
         ctx.term()
     out.put({"sent": sent, "replies": dict(replies)})
+
+
+def _attack_frames(kind: str, n: int, tag: str, keys: list[Any], messages: list[list[bytes]],
+                   session: _Session | None, creds: Credentials | None) -> list[bytes]:
+    from runtime.crypt.handshake import start_auth
+
+    rid = os.urandom(8)
+    if kind == "auth":
+        hello = start_auth(keys[n % len(keys)], f"flood-{tag}-{n}").load
+        return [b"", rid, codec.pack_envelope(codec.ENC_CLEAR, hello)]
+    if kind == "session" and session is not None:
+        payload = {"cmd": "_file_hash", "path": "hello.txt"} if n % 10 == 9 else {"cmd": "_pillar"}
+        return [b"", rid, session.sealed(payload)]
+    if kind == "chunks" and session is not None and creds is not None:
+        loc = (n % 4) * 1024 * 1024
+        return [b"", rid, session.sealed({"cmd": "_serve_file", "path": creds.big_file, "loc": loc})]
+    if kind == "publish":
+        user = creds.user if creds is not None and n % 2 else f"nouser{n % 97}"
+        body = codec.pack({"fun": "test.ping", "tgt": "*", "arg": [], "kwarg": {}})
+        proof = {"user": user, "ts": int(time.time() * 1000), "nonce": os.urandom(16), "mac": os.urandom(32)}
+        return [b"", rid, codec.pack_envelope(codec.ENC_CLEAR, {"cmd": "publish", "body": body, "proof": proof})]
+    return messages[n % len(messages)]
 
 
 def _reply_kind(frames: list[bytes]) -> str:
@@ -148,6 +246,7 @@ class FloodReport:
     rss_before_kib: int = 0
     rss_peak_kib: int = 0
     rss_after_kib: int = 0
+    probe: ProbeResult | None = None
 
     @property
     def rss_growth_mib(self) -> float:
@@ -164,25 +263,30 @@ class FloodReport:
                 f"{len(self.latencies)} pings, p50 {self.percentile(50):.3f} s, p99 {self.percentile(99):.3f} s, "
                 f"max {max(self.latencies, default=float('nan')):.3f} s, {len(self.failures)} failed; master RSS "
                 f"{self.rss_before_kib // 1024} -> peak {self.rss_peak_kib // 1024} MiB "
-                f"(growth {self.rss_growth_mib:.1f} MiB)")
+                f"(growth {self.rss_growth_mib:.1f} MiB)" + (f"; {self.probe.summary()}" if self.probe else ""))
 
     @property
     def median(self) -> float:
         return statistics.median(self.latencies) if self.latencies else float("nan")
 
 
+RATES = {"auth": 2000.0, "malformed": 5000.0, "session": 8000.0, "chunks": 2000.0, "publish": 5000.0}
+
+
 def run_flood(kind: str, port: int, seconds: float, ping: Callable[[], tuple[bool, float, str]],
               master_pids: Callable[[], list[int]], ping_interval: float = 0.2, rate: float | None = None,
-              sources: list[str] | None = None) -> FloodReport:
-    """Flood ``port`` for ``seconds`` while calling ``ping()`` -> (ok, seconds, detail) in a loop."""
+              sources: list[str] | None = None, creds: Credentials | None = None,
+              probe: HonestProbe | None = None) -> FloodReport:
+    """Flood ``port`` for ``seconds`` while calling ``ping()`` -> (ok, seconds, detail) in a loop
+    and, with ``probe``, while an honest minion times each of its requests."""
     report = FloodReport(kind, seconds)
     report.rss_before_kib = rss_kib(master_pids())
     ctx = multiprocessing.get_context("spawn")
     out = ctx.Queue()
     tag = os.urandom(3).hex()
     sources = sources or SOURCES
-    rate = rate or (2000.0 if kind == "auth" else 5000.0) / len(sources)   # a second, per source
-    procs = [ctx.Process(target=_flood_process, args=(kind, port, seconds, source, f"{tag}{i}", rate, out),
+    rate = rate or RATES[kind] / len(sources)   # a second, per source
+    procs = [ctx.Process(target=_flood_process, args=(kind, port, seconds, source, f"{tag}{i}", rate, out, creds),
                          daemon=True) for i, source in enumerate(sources)]
     stop = threading.Event()
 
@@ -196,6 +300,8 @@ def run_flood(kind: str, port: int, seconds: float, ping: Callable[[], tuple[boo
         proc.start()
     try:
         time.sleep(0.5)   # attackers start up
+        if probe is not None:
+            probe.start()
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline and any(p.is_alive() for p in procs):
             ok, took, detail = ping()
@@ -218,6 +324,8 @@ def run_flood(kind: str, port: int, seconds: float, ping: Callable[[], tuple[boo
                 proc.join(5)
         stop.set()
         sampler.join(2)
+        if probe is not None:
+            report.probe = probe.stop()
     time.sleep(1.0)
     report.rss_after_kib = rss_kib(master_pids())
     report.rss_peak_kib = max(report.rss_peak_kib, report.rss_after_kib)

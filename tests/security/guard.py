@@ -4,11 +4,15 @@
         reply = atk.raw().clear({"cmd": "__init__"})
         assert reason(reply) == "unknown_command"
 
-While the block runs, a thread pings ``web01`` (the legit round trip) and a listener records
-every event on the master bus; a sniffer counts publications.  When the block ends without an
-exception, :meth:`Attack.verify` checks, in order:
+While the block runs, a thread pings ``web01`` (the legit round trip), an honest minion
+(``probe01``, tests/security/probe.py) times each of its own requests one after the other (a
+heartbeat, a file hash, its pillar), and a listener records every event on the master bus; a
+sniffer counts publications.  When the block ends without an exception, :meth:`Attack.verify`
+checks, in order:
 
-1. the legit round trip worked during the attack and works after it (web01 and db01);
+1. the legit round trip worked during the attack and works after it (web01 and db01), and the
+   honest minion's requests were all answered, 95 % of them within ``max_probe_s`` (measured
+   while the attack loads the master, not before or after);
 2. no job was published or run except those pings (job cache, publications seen on the
    publish port, job lines in every minion's log);
 3. no canary appears in any reply the attack recorded, any event, any new log line, any
@@ -19,7 +23,9 @@ exception, :meth:`Attack.verify` checks, in order:
    descriptors stayed bounded;
 6. the key store is byte-for-byte unchanged (unless the attack is a legit key operation);
 7. each expected refusal was logged, with its reason, and no more than once per process per
-   ``refusal_log_interval`` (rate-limited).
+   ``refusal_log_interval`` (rate-limited);
+8. the master logged no traceback and answered no ``internal_error``: hostile input is refused
+   with a documented token, never by tripping over it (unless the attack declares otherwise).
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ from tests.security.clients import RawClient
 from tests.security.lab import (
     ACCEPTED,
     PENDING,
+    PROBE,
     REFUSAL_LOG_INTERVAL,
     REJECTED,
     WORKERS,
@@ -50,11 +57,13 @@ from tests.security.lab import (
     PingResult,
     proc_stat,
 )
+from tests.security.probe import HonestProbe, ProbeResult
 
 JOB_LINE = re.compile(r"running job (\d{20})|with jid (\d{20})")
 MAX_RSS_GROWTH_KIB = 40 * 1024        # per master process, per attack
 MAX_FD_GROWTH = 24                    # per master process, per attack
 DEFAULT_MAX_PING_S = 5.0              # the machine is shared; the flood test holds pings to 2 s
+DEFAULT_MAX_PROBE_S = 2.0             # 95th percentile of the honest minion's requests during an attack
 _last_end = [0.0]
 
 
@@ -75,6 +84,8 @@ class Attack:
     max_ping_s: float = DEFAULT_MAX_PING_S
     ping_victim_after: bool = False
     extra_jobs_ok: bool = False
+    tracebacks_ok: bool = False
+    max_probe_s: float = DEFAULT_MAX_PROBE_S
     recorded: list[tuple[str, Any]] = field(default_factory=list)
     pings: list[PingResult] = field(default_factory=list)
     events: list[tuple[str, dict]] = field(default_factory=list)
@@ -128,6 +139,7 @@ class Attack:
         self.started = time.monotonic()
         self.log_offsets = {p: p.stat().st_size for p in lab.log_files()}
         self.snapshot = _snapshot(lab.base)
+        self.data_cache = _data_cache_rows(lab)
         self.key_store = lab.key_store()
         self.procs = {pid: (name, proc_stat(pid)) for pid, name in lab.master_processes().items()}
         self.fake_seen = len(lab.fake.snapshot()) if lab.fake else 0
@@ -139,6 +151,8 @@ class Attack:
                          threading.Thread(target=self._ping_loop, daemon=True)]
         for thread in self._threads:
             thread.start()
+        assert lab.probe_minion is not None
+        self.probe = HonestProbe(lab.probe_minion).start()
 
     def _listen(self) -> None:
         while not self._stop.is_set():
@@ -156,6 +170,7 @@ class Attack:
         self._stop.set()
         for thread in self._threads:
             thread.join(self.max_ping_s + 5)
+        self.probed = self.probe.stop() if hasattr(self, "probe") else ProbeResult()
         for closer in self._closers:
             closer()
         self.duration = time.monotonic() - self.started
@@ -167,7 +182,11 @@ class Attack:
 
     def verify(self) -> None:
         lab = self.lab
-        # 1. the legit round trip, during and after
+        # 1. the honest minion's own requests and the legit round trip, during and after
+        probed = self.probed
+        assert probed.latencies, "the honest minion made no request during the attack"
+        assert not probed.failures, f"the honest minion's requests failed during the attack: {probed.failures[:5]}"
+        assert probed.percentile(95) <= self.max_probe_s, f"the honest minion was slow: {probed.summary()}"
         assert self.pings, "no ping ran during the attack"
         failed = [p for p in self.pings if not p.ok or p.seconds > self.max_ping_s]
         assert not failed, f"legit test.ping failed or was slow during the attack: {failed}"
@@ -216,6 +235,13 @@ class Attack:
             allowed.append(f"{Path(lab.opts['pki_dir']).relative_to(lab.base)}/*")
         unexpected = [path for path in changed if not any(fnmatch.fnmatchcase(path, pat) for pat in allowed)]
         assert not unexpected, f"files written or changed outside the job cache and logs: {unexpected}"
+        # the data cache's files change with the honest probe's own pillar: its rows for every other
+        # minion must not, unless the attack declared data-cache writes
+        cache_db = f"{Path(lab.opts['cachedir']).relative_to(lab.base)}/minion_data.sqlite"
+        if not any(fnmatch.fnmatchcase(cache_db, pat) for pat in self.allowed_writes):
+            rows = _data_cache_rows(lab)
+            moved = sorted(key for key in {*rows, *self.data_cache} if rows.get(key) != self.data_cache.get(key))
+            assert not moved, f"the minion data cache changed during the attack: {moved}"
 
         # 5. master processes alive, bounded memory and descriptors
         self._check_processes()
@@ -233,6 +259,14 @@ class Attack:
             assert count >= 1, f"{who} did not log a refusal matching {pattern!r}"
             assert count <= bound, f"{who} logged {count} lines matching {pattern!r} in {self.duration:.1f} s " \
                                    f"(rate limit allows {bound})"
+
+        # 8. no traceback, no internal_error
+        if not self.tracebacks_ok:
+            master_log = "".join(t for p, t in new_logs.items() if p.name == "master.log")
+            assert "Traceback" not in master_log and "internal_error" not in master_log, \
+                "the master logged a traceback or an internal_error during the attack:\n" + master_log[-3000:]
+            answered = [obj for _, obj in self.recorded if "internal_error" in repr(obj)[:100_000]]
+            assert not answered, f"the master answered internal_error: {answered[:3]}"
 
     def _new_logs(self) -> dict[Path, str]:
         out = {}
@@ -305,11 +339,22 @@ def _always_allowed(lab: Lab) -> list[str]:
     return [
         "*.log", "*.out",                                  # logs
         f"{cachedir}/jobs.sqlite*",                        # the job cache
-        f"{cachedir}/minion_data.sqlite-shm",              # readers' marks in the data cache's WAL index (no data)
+        f"{cachedir}/minion_data.sqlite*",                 # the probe's own pillar (rows checked apart)
         f"{cachedir}/presence.json",                       # rewritten every heartbeat period
         f"{cachedir}/.tmp-*",                              # ... atomically, through a temporary file
         f"{cachedir}",                                     # its directory entry (mtime)
     ]
+
+
+def _data_cache_rows(lab: Lab) -> dict[tuple[str, str], str]:
+    """Every row of the master's minion data cache but the honest probe's (whose ``_pillar``
+    requests store its pillar): (minion, bank) -> the stored JSON."""
+    path = Path(lab.opts["cachedir"]) / "minion_data.sqlite"
+    if not path.exists():
+        return {}
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10) as conn:
+        rows = conn.execute("SELECT minion, bank, value FROM data WHERE minion != ?", (PROBE,)).fetchall()
+    return {(minion, bank): value for minion, bank, value in rows}
 
 
 def _jobs_since(lab: Lab, since: float) -> dict[str, str]:

@@ -7,6 +7,8 @@
   stays pending), ``rej01`` (a real daemon whose key is rejected), and ``mitm01`` (a real
   daemon that reaches the master through a :class:`FakeMaster` relay, actor A2);
 * ``rogue01``: a hand-driven client holding a real accepted key (actor A1);
+* ``probe01``: a hand-driven honest minion whose requests the guard times during each attack
+  (``tests/security/probe.py``);
 * a publisher_acl user (a throwaway local user, when the suite runs as root; actor A3);
 * canaries: a file next to the roots, each minion's pillar (sls and ext_pillar), the master's
   client keys and private key.
@@ -38,6 +40,8 @@ VICTIM = "mitm01"          # reaches the master through the fake master (A2 sits
 PENDING = "pend01"
 REJECTED = "rej01"
 ROGUE = "rogue01"
+PROBE = "probe01"          # an honest minion driven by hand: its requests' latency under each attack
+BIG_FILE = "big.bin"       # 4 MiB in file_roots: the unread-file-chunks flood asks for it
 WORKERS = 2
 REFUSAL_LOG_INTERVAL = 1.0
 MAX_PENDING = 40
@@ -108,6 +112,7 @@ class Lab:
                           master_opts=self._master_opts())
         self.fake: FakeMaster | None = None
         self.rogue: Rogue | None = None
+        self.probe_minion: Rogue | None = None
         self.opts: dict[str, Any] = {}
         self.master_pub: bytes = b""
 
@@ -125,6 +130,7 @@ class Lab:
         os.symlink("../../secret.txt", states / "sub" / "rel-out.txt")
         os.symlink(self.roots, states / "dir-out")
         (states / "hello.txt").write_text("hello\n")
+        (states / BIG_FILE).write_bytes(os.urandom(4 * 1024 * 1024))
         (states / "sub" / "nested.txt").write_text("nested\n")
         (states / "top.sls").write_text("base: {}\n")
         top = ["base:", "  '*':", "    - common"]
@@ -141,6 +147,9 @@ class Lab:
             f"    - inject.{name}" for name in INJECTION_SLS]
         # ids re-used under a new key (identity leftovers): their pillar shows the grains it was compiled with
         top += [f"  '{HEIR_PREFIX}*':", "    - echo_grains"]
+        # ids that do not start with a letter or digit (YAML or Jinja syntax): their pillar pastes the id
+        top += ["  '^[^A-Za-z0-9]':", "    - match: pcre", "    - hostid"]
+        (pillar / "hostid.sls").write_text("host: {{ grains['id'] }}\n")
         (pillar / "echo_grains.sls").write_text("owner: {{ grains.get('owner', 'nobody') }}\n")
         (pillar / "top.sls").write_text("\n".join(top) + "\n")
         (pillar / "common.sls").write_text("common: shared\n")
@@ -199,6 +208,10 @@ class Lab:
         assert self.rogue.auth().outcome == "pending"
         assert cl.key("-a", ROGUE, "-y").returncode == 0
         assert self.rogue.auth().outcome == "accepted"
+        self.probe_minion = Rogue(PROBE, cl.ret_port, cl.publish_port)
+        assert self.probe_minion.auth().outcome == "pending"
+        assert cl.key("-a", PROBE, "-y").returncode == 0
+        assert self.probe_minion.auth().outcome == "accepted"
         self._plant_key_canaries()
         cl.wait_ping([*ACCEPTED, VICTIM], timeout=60)
         return self
@@ -216,18 +229,26 @@ class Lab:
         """Re-authenticate the rogue when the master expired its idle session (it sends no
         heartbeats of its own between attacks)."""
         from runtime.crypt.errors import RemoteRefusal
+        from runtime.transport import RequestTimeout
 
         assert self.rogue is not None
-        try:
-            self.rogue.request({"cmd": "_heartbeat", "epoch": 0})
-        except RemoteRefusal:
-            assert self.rogue.auth().outcome == "accepted"
+        for attempt in range(5):   # after a flood by rogue01 itself, its own flow may still be behind
+            try:
+                self.rogue.request({"cmd": "_heartbeat", "epoch": 0})
+                return
+            except RemoteRefusal:
+                assert self.rogue.auth().outcome == "accepted"
+                return
+            except RequestTimeout:
+                if attempt == 4:
+                    raise
 
     def stop(self) -> None:
         """Stop every daemon (each one even if another fails to stop); safe to call twice."""
-        if self.rogue is not None:
-            self.rogue.close()
-            self.rogue = None
+        for hand_driven in (self.rogue, self.probe_minion):
+            if hand_driven is not None:
+                hand_driven.close()
+        self.rogue = self.probe_minion = None
         for daemon in [*self.cl.minions.values(), self.cl.master]:
             try:
                 daemon.stop()
@@ -333,7 +354,7 @@ def publish(lab: Lab, tgt: Any, fun: str, arg: list | None = None, tgt_type: str
 
 
 def wait_return(lab: Lab, jid: str, minion_id: str, timeout: float = 15) -> Any:
-    from runtime.master.jobcache import SQLiteJobCache
+    from runtime.master.store.sqlite_jobs import SQLiteJobCache
 
     def got() -> Any:
         cache = SQLiteJobCache(lab.opts["cachedir"])

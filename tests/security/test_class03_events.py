@@ -8,7 +8,7 @@ the master's tag prefixes, bounds the batch, and never turns an event into a pub
 
 from __future__ import annotations
 
-from runtime.events import MASTER_PREFIXES
+from runtime.master.event_tags import tag_refusal
 from tests.security.clients import reason
 from tests.security.guard import lab_attack
 from tests.security.lab import ROGUE, Lab
@@ -29,7 +29,7 @@ JOB_DATA = {"jid": "20990101000000000001", "fun": "cmd.run", "arg": ["touch /tmp
 
 
 def test_master_tags_are_refused(lab: Lab) -> None:
-    assert all(any(tag.startswith(p) for p in MASTER_PREFIXES) for tag in MASTER_TAGS)
+    assert all(tag_refusal(tag, ROGUE) == "reserved_tag" for tag in MASTER_TAGS)
     with lab_attack(lab, logs=[("master", r"refused event tag .* from minion rogue01")]) as atk:
         events = [{"tag": tag, "data": dict(JOB_DATA)} for tag in MASTER_TAGS]
         for _ in range(3):

@@ -14,7 +14,7 @@ import pytest
 
 from tests.security.clients import reason
 from tests.security.guard import lab_attack
-from tests.security.lab import Lab
+from tests.security.lab import BIG_FILE, Lab
 
 REFUSED = {"access_denied", "bad_path", "bad_saltenv", "unknown_saltenv", None}
 
@@ -79,7 +79,7 @@ def test_listings_and_chunk_offsets(lab: Lab) -> None:
                 assert reason(reply) in REFUSED - {None} or not isinstance(saltenv, str) or saltenv == "", \
                     (cmd, saltenv, reply)
         files = lab.rogue.request({"cmd": "_file_list", "saltenv": "base"})["files"]
-        assert sorted(files) == ["hello.txt", "sub/nested.txt", "top.sls"], files
+        assert sorted(files) == [BIG_FILE, "hello.txt", "sub/nested.txt", "top.sls"], files
         for loc in (-1, 2**63, "0", 1.5, True, [0]):
             reply = atk.record(f"loc {loc!r}", lab.rogue.request({"cmd": "_serve_file", "path": "hello.txt",
                                                                   "saltenv": "base", "loc": loc}))

@@ -18,7 +18,7 @@ from tests.integration.cluster import wait_for
 from tests.integration.rogue import Rogue
 from tests.security.clients import reason
 from tests.security.guard import lab_attack
-from tests.security.lab import ACCEPTED, PENDING, REJECTED, ROGUE, VICTIM, Lab, wait_return
+from tests.security.lab import ACCEPTED, PENDING, PROBE, REJECTED, ROGUE, VICTIM, Lab, wait_return
 
 
 def test_pending_and_rejected_minions_never_get_jobs(lab: Lab) -> None:
@@ -31,7 +31,7 @@ def test_pending_and_rejected_minions_never_get_jobs(lab: Lab) -> None:
                     keys_change=True, allowed_writes=[f"{pki}/minions_denied", f"{pki}/minions_denied/{PENDING}"]) \
             as atk:
         published = atk.record("publish", _publish_all(lab, atk))
-        assert sorted(published["minions"]) == sorted([*ACCEPTED, VICTIM, ROGUE])
+        assert sorted(published["minions"]) == sorted([*ACCEPTED, VICTIM, ROGUE, PROBE])
         for minion in (*ACCEPTED, VICTIM):
             assert wait_return(lab, published["jid"], minion)["return"] is True
         # the same ids with fresh keys: still rejected; a pending id with another key is denied

@@ -199,6 +199,7 @@ def check_clear(reply: bytes) -> dict:
         assert set(load) == {"error"} and isinstance(err, dict) and set(err) == {"reason", "message"}, load
         assert isinstance(err["reason"], str) and isinstance(err["message"], str), load
         assert err["reason"] != "internal_error", load
+        assert err["reason"] in protocol.ERRORS, load
     else:
         assert ("outcome" in load and "sig" in load) or {"jid", "minions"} <= set(load) \
             or {"changed", "backends", "remotes"} == set(load), load
@@ -210,9 +211,11 @@ def check_sealed(harness: Harness, counter: int, reply: bytes) -> Any:
         payload = harness.channel.open_reply(counter, reply)
     except RemoteRefusal as exc:   # a clear refusal of the sealed request (session, replay ...)
         assert exc.reason != "internal_error", exc
+        assert exc.reason in protocol.ERRORS, exc
         return None
     if isinstance(payload, dict) and "error" in payload:
         assert payload["error"]["reason"] != "internal_error", payload
+        assert payload["error"]["reason"] in protocol.ERRORS, payload
     return payload
 
 

@@ -49,8 +49,9 @@ from runtime.crypt.handshake import (
 )
 from runtime.crypt.identity import Identity, public_from_pem
 from runtime.master.auth import AuthService, AuthSettings
-from runtime.master.keys import STATUSES, FileKeyStore, id_problem
-from runtime.master.sessions import SQLiteSessionStore
+from runtime.master.keys import STATUSES, id_problem
+from runtime.master.store.file_keys import FileKeyStore
+from runtime.master.store.sqlite_sessions import SQLiteSessionStore
 from tests.crypto.test_ed25519_strict import NON_CANONICAL, SMALL_ORDER
 from tests.security.test_fuzz import BUDGET, SETTINGS, run_for
 

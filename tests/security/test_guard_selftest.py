@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import time
 from pathlib import Path
 
 import pytest
@@ -132,3 +133,22 @@ def _fds(pid: int) -> int:
     stat = proc_stat(pid)
     assert stat is not None, f"master process {pid} is gone"
     return stat[1]
+
+
+def test_guard_catches_an_honest_minion_left_unanswered(lab: Lab) -> None:
+    """Both MWorkers are stopped (SIGSTOP) for longer than the honest minion waits for a reply:
+    its request fails, and the guard says so (pings, given time enough, still pass)."""
+    workers = [pid for pid, name in lab.master_processes().items() if name.startswith("MWorker")]
+    try:
+        with pytest.raises(AssertionError, match="the honest minion's requests failed during the attack"):
+            with lab_attack(lab, max_ping_s=20.0) as atk:
+                for pid in workers:
+                    os.kill(pid, signal.SIGSTOP)
+                time.sleep(6.5)
+                for pid in workers:
+                    os.kill(pid, signal.SIGCONT)
+                wait_for(lambda: atk.probe.result.failures, 10, what="the honest minion's request to fail")
+    finally:
+        for pid in workers:
+            os.kill(pid, signal.SIGCONT)
+    wait_for(lambda: lab.ping("web01", timeout=3).ok, 20, what="web01 to answer a ping again")

@@ -123,7 +123,7 @@ def replies(client: RawClient, bodies: list[bytes]) -> list[str]:
 
 
 def session_count(rlab: RestartLab) -> int:
-    from runtime.master.sessions import SQLiteSessionStore
+    from runtime.master.store.sqlite_sessions import SQLiteSessionStore
 
     store = SQLiteSessionStore.in_sock_dir(str(rlab.cl.sock_dir))
     try:
@@ -206,7 +206,7 @@ def test_client_proofs_and_sealed_requests_across_a_restart(rlab: RestartLab) ->
             assert reason(client.decode(client.request(body))) in ("unknown_session", "too_old", "stale")
     finally:
         client.close()
-    from runtime.master.jobcache import SQLiteJobCache
+    from runtime.master.store.sqlite_jobs import SQLiteJobCache
 
     time.sleep(0.5)
     jobs = SQLiteJobCache(opts["cachedir"])
@@ -218,7 +218,7 @@ def test_client_proofs_and_sealed_requests_across_a_restart(rlab: RestartLab) ->
 
 
 def _started(rlab: RestartLab) -> int:
-    from runtime.master.sessions import SQLiteSessionStore
+    from runtime.master.store.sqlite_sessions import SQLiteSessionStore
 
     store = SQLiteSessionStore.in_sock_dir(str(rlab.cl.sock_dir))
     try:

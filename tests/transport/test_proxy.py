@@ -15,7 +15,7 @@ import zmq
 from runtime import codec
 from runtime.crypt.channel import ServerChannel
 from runtime.crypt.errors import CryptoError
-from runtime.master.sessions import SQLiteSessionStore
+from runtime.master.store.sqlite_sessions import SQLiteSessionStore
 from runtime.transport import (
     ClearRateLimit,
     RequestClient,

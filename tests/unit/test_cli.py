@@ -164,5 +164,6 @@ def test_python_dash_m_runtime_entry_point(tree) -> None:
     ok = subprocess.run([sys.executable, "-m", "runtime", "compile", "--config", str(tree / "minion"),
                          "--minion", "db01", "--out", "json"],
                         capture_output=True, text=True, env=env, cwd=str(tree), timeout=60, check=False)
-    assert (ok.returncode, ok.stderr) == (0, "")
+    assert ok.returncode == 0
+    assert ok.stderr.startswith("warning: minion 'db01' has no grains here")
     assert json.loads(ok.stdout)["common"]["id"] == "db01"

@@ -62,12 +62,14 @@ def test_every_key_of_the_table_has_a_unit_when_it_is_a_duration() -> None:
 
 def test_unimplemented_keys_are_named_with_what_saltpan_does(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     conf = tmp_path / "minion"
-    conf.write_text("mine_functions: {network.ip_addrs: []}\nfile_recv: true\nnot_an_option_at_all: 1\n"
+    conf.write_text("schedule: {x: {function: test.ping}}\nmine_functions: {network.ip_addrs: []}\n"
+                    "file_recv: true\nnot_an_option_at_all: 1\n"
                     "recon_max: 5000\nstate_output: terse\n", encoding="utf-8")
     with caplog.at_level(logging.WARNING, logger="saltpan.config"):
         opts = config.load(str(conf), "minion")
     text = "\n".join(r.getMessage() for r in caplog.records)
-    assert f"{conf}: Salt option 'mine_functions' is not implemented by saltpan: saltpan keeps no mine" in text
+    assert f"{conf}: Salt option 'schedule' is not implemented by saltpan: saltpan has no scheduler" in text
+    assert "mine_functions" not in text   # implemented (docs/mine.md)
     assert f"{conf}: Salt option 'file_recv' is not implemented by saltpan: it has no effect" in text
     assert "'not_an_option_at_all' is neither a Salt 3008 option nor a saltpan one" in text
     assert "recon_max" not in text and "state_output" not in text

@@ -14,8 +14,9 @@ from compiler import yamlload
 from compiler.errors import CompileError
 from runtime import codec
 from runtime.master import datacache, targeting
-from runtime.master.datacache import DataTooLarge, SQLiteDataCache
+from runtime.master.datacache import DataTooLarge
 from runtime.master.event_size import TRIMMED, bound_event
+from runtime.master.store.sqlite_data import SQLiteDataCache
 
 
 class Untouchable(Mapping):

@@ -136,6 +136,13 @@ EXAMPLES: dict[type, list[protocol.Message]] = {
                              protocol.PillarRequest(grains=None, saltenv=None, pillarenv="dev")],
     protocol.PillarReply: [protocol.PillarReply(pillar={"a": {"b": 1}})],
     protocol.GrainsUpload: [protocol.GrainsUpload(grains={"os": "Debian"})],
+    protocol.MineStore: [protocol.MineStore(data={"network.ip_addrs": ["10.0.0.1"]}),
+                         protocol.MineStore(data={}, clear=True)],
+    protocol.MineGet: [protocol.MineGet(tgt="roles:web", fun="network.ip_addrs", tgt_type="grain"),
+                       protocol.MineGet(tgt=["a", "b"], fun=["x.y", "z.w"], tgt_type="list")],
+    protocol.MineData: [protocol.MineData(data={"web1": ["10.0.0.1"]})],
+    protocol.MineDelete: [protocol.MineDelete(fun="network.ip_addrs")],
+    protocol.MineFlush: [protocol.MineFlush()],
     protocol.MinionEvents: [protocol.MinionEvents(events=(protocol.MinionEvent(tag="x/y", data={"a": 1}),))],
     protocol.EventsReply: [protocol.EventsReply(ok=True, fired=1)],
     protocol.FileEnvs: [protocol.FileEnvs()],
@@ -225,6 +232,13 @@ REFUSED: list[tuple[str, Any, str]] = [
     ("saltenv a map", {"cmd": "_file_list", "saltenv": {"base": 1}}, "bad_saltenv"),
     ("negative offset", {"cmd": "_serve_file", "path": "a", "saltenv": "base", "loc": -1}, "bad_path"),
     ("offset a string", {"cmd": "_serve_file", "path": "a", "saltenv": "base", "loc": "0"}, "bad_path"),
+    ("mine data not a map", {"cmd": "_mine", "data": [1]}, "bad_mine"),
+    ("mine data keyed by a number", {"cmd": "_mine", "data": {1: 2}}, "bad_mine"),
+    ("mine get without fun", {"cmd": "_mine_get", "tgt": "*"}, "bad_mine"),
+    ("mine get, a map as target", {"cmd": "_mine_get", "tgt": {"a": 1}, "fun": "x.y"}, "bad_mine"),
+    ("mine get, unknown tgt_type", {"cmd": "_mine_get", "tgt": "*", "fun": "x.y", "tgt_type": "exec"}, "bad_mine"),
+    ("mine get, too many functions", {"cmd": "_mine_get", "tgt": "*", "fun": ["f"] * 101}, "bad_mine"),
+    ("mine delete, fun a list", {"cmd": "_mine_delete", "fun": ["a"]}, "bad_mine"),
 ]
 
 

@@ -6,8 +6,8 @@ import os
 
 from runtime.crypt.handshake import SessionKeys
 from runtime.master import revocation
-from runtime.master.datacache import DB_NAME, SQLiteDataCache
-from runtime.master.sessions import SQLiteSessionStore
+from runtime.master.store.sqlite_data import DB_NAME, SQLiteDataCache
+from runtime.master.store.sqlite_sessions import SQLiteSessionStore
 
 
 def _opts(tmp_path) -> dict:

@@ -8,11 +8,9 @@ from typing import Any, ClassVar
 
 from runtime import protocol
 from runtime.config import option
-from runtime.events import MASTER_PREFIXES
 from runtime.master.event_size import bound_event
+from runtime.master.event_tags import tag_refusal
 from runtime.master.handlers.context import WorkerContext
-
-MAX_TAG_LENGTH = 512
 
 
 class EventHandlers:
@@ -25,13 +23,15 @@ class EventHandlers:
         self.ctx = ctx
 
     def minion_event(self, minion_id: str, batch: protocol.MinionEvents) -> protocol.EventsReply:
-        """Fire each event with ``data["id"]`` set from the session; the master's own tags are refused."""
+        """Fire each event with ``data["id"]`` set from the session; tags in the master's namespaces,
+        however written, are refused (``runtime.master.event_tags``)."""
         fired = 0
         for event in batch.events:
             tag = event.tag
-            if not tag or len(tag) > MAX_TAG_LENGTH or tag.startswith(MASTER_PREFIXES):
-                self.ctx.refusals.warning(f"event:{minion_id}", "refused event tag %r from minion %s (master_tag)",
-                                          tag[:80], minion_id)
+            refusal = tag_refusal(tag, minion_id)
+            if refusal is not None:
+                self.ctx.refusals.warning(f"event:{minion_id}:{refusal}", "refused event tag %s from minion %s (%s)",
+                                          ascii(tag[:80]), minion_id, refusal)
                 continue
             data = bound_event(dict(event.data), option(self.ctx.opts, "max_event_size", int))
             if data is None:   # larger than max_event_size even trimmed as Salt trims

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, ClassVar
 
@@ -20,11 +20,18 @@ from runtime import jid as jid_mod
 from runtime import protocol, transport
 from runtime.config import option
 from runtime.crypt.publish import seal_publication
+from runtime.events import EventPusher
 from runtime.master import acl as acl_mod
 from runtime.master import targeting
+from runtime.master.datacache import DataCache
 from runtime.master.handlers.context import Refused, WorkerContext
+from runtime.master.jobcache import JobCache
+from runtime.master.keys import KeyStore
+from runtime.master.spool import ReturnSpool
+from runtime.master.store.errors import StoreUnavailable
 
 log = logging.getLogger("saltpan.master.worker")
+
 
 TOPICS_MAX = 100   # list targets up to this many minions go to their topics only; longer: one broadcast
 
@@ -36,7 +43,8 @@ class JobHandlers:
         protocol.JobReturn: "job_return",     # sealed: the minion id comes from the session
     })
     # public methods that are not request handlers
-    NON_HANDLERS: ClassVar[frozenset[str]] = frozenset({"new_jid", "send_publication", "expected_minions"})
+    NON_HANDLERS: ClassVar[frozenset[str]] = frozenset({"new_jid", "send_publication", "share_publication",
+                                                        "expected_minions"})
 
     def __init__(self, ctx: WorkerContext) -> None:
         self.ctx = ctx
@@ -62,7 +70,9 @@ class JobHandlers:
             reason = acl_mod.check(option(ctx.opts, "publisher_acl", dict), user, job.fun, minions)
             if reason is not None:
                 raise Refused("acl", reason)
-        jid = self.new_jid(job.fun, job.arg, job.tgt, job.tgt_type, user, minions)
+        # the job cache and events show keyword arguments as Salt does: a last {"__kwarg__": True, ...}
+        shown_arg = [*job.arg, {"__kwarg__": True, **job.kwarg}] if job.kwarg else list(job.arg)
+        jid = self.new_jid(job.fun, shown_arg, job.tgt, job.tgt_type, user, minions)
         payload: dict[str, Any] = {"jid": jid, "fun": job.fun, "arg": job.arg, "kwarg": job.kwarg, "tgt": job.tgt,
                                    "tgt_type": job.tgt_type, "user": user, "ret": job.ret, "timeout": job.timeout}
         if restricted:
@@ -71,8 +81,10 @@ class JobHandlers:
             # job may run only on the minions the ACL was checked for, and is sent only to them.
             payload["acl_minions"] = list(minions)
         ctx.events.fire(f"salt/job/{jid}/new", {"jid": jid, "tgt": job.tgt, "tgt_type": job.tgt_type, "fun": job.fun,
-                                                "arg": job.arg, "minions": minions, "user": user})
-        self.send_publication(payload, minions if job.tgt_type == "list" or restricted else None)
+                                                "arg": shown_arg, "minions": minions, "user": user})
+        only = minions if job.tgt_type == "list" or restricted else None
+        self.send_publication(payload, only)
+        self.share_publication(payload, only)
         log.info("published %s %s to %s (%d minions expected) for %s", jid, job.fun, job.tgt, len(minions), user)
         return protocol.PublishReply(jid=jid, minions=minions)
 
@@ -89,8 +101,7 @@ class JobHandlers:
                 minions: list[str]) -> str:
         for _ in range(100):
             jid = jid_mod.new_jid()
-            if self.ctx.jobs.job(jid) is None:
-                self.ctx.jobs.add_job(jid, fun, arg, tgt, tgt_type, user, minions)
+            if self.ctx.jobs.add_job(jid, fun, arg, tgt, tgt_type, user, minions):   # False: jid taken
                 return jid
         raise Refused("busy", "could not allocate a job id")
 
@@ -113,11 +124,18 @@ class JobHandlers:
         except zmq.Again:
             raise Refused("busy", "the master's publisher is not keeping up: try again") from None
 
+    def share_publication(self, payload: dict[str, Any], only: list[str] | None) -> None:
+        """For the other masters sharing the store, to send to their minions (``runtime.master.cluster``);
+        the job is in the job cache already, so a failure here is logged, not refused."""
+        try:
+            ctx = self.ctx
+            ctx.changes.record("publish", {"payload": payload, "only": only}, ctx.master_id)
+        except StoreUnavailable as exc:
+            self.ctx.refusals.warning("publish:share", "job %s not sent to the other masters' minions: %s",
+                                      payload.get("jid"), exc.message)
+
     def expected_minions(self, tgt: str | list[str], tgt_type: str) -> list[str]:
-        ctx = self.ctx
-        accepted = ctx.keys.list_keys().get("minions", [])
-        return targeting.expected_minions(tgt, tgt_type, accepted, ctx.data.view("grains"), ctx.data.view("pillar"),
-                                          option(ctx.opts, "nodegroups", dict))
+        return expected_minions(self.ctx.keys, self.ctx.data, self.ctx.opts, tgt, tgt_type)
 
     def job_returns(self, peer: str, request: protocol.JobReturns) -> protocol.JobReturnsReply:
         user = self._client_user(request)
@@ -130,32 +148,76 @@ class JobHandlers:
 
     # -- minions ----------------------------------------------------------------------
     def job_return(self, minion_id: str, ret: protocol.JobReturn) -> protocol.Ok:
-        jid = ret.jid
-        cached = self._targeted.get(jid)
-        if cached is None:
-            job = self.ctx.jobs.job(jid)
-            if job is None:
-                raise Refused("unknown_job", "no such job")
-            cached = self._targeted.put(jid, job)
-        job, targeted = cached
-        if minion_id not in targeted and not self._greedy_target(job, minion_id):
-            raise Refused("not_targeted", f"job {jid} was not sent to {minion_id}")
-        fun = ret.fun if ret.fun is not None else job["fun"]
-        if not self.ctx.jobs.add_return(jid, minion_id, fun, ret.ret, ret.success, ret.retcode):
-            raise Refused("duplicate", f"{minion_id} already returned for {jid}")
-        event = {"cmd": "_return", "id": minion_id, "jid": jid, "fun": fun, "fun_args": job["arg"],
-                 "return": ret.ret, "retcode": ret.retcode, "success": ret.success}
-        if ret.out is not None:
-            event["out"] = ret.out
-        self.ctx.events.fire(f"salt/job/{jid}/ret/{minion_id}", event)
+        ctx = self.ctx
+        try:
+            record_return(ctx.jobs, ctx.events, self._greedy_target, minion_id, ret, self._targeted)
+        except StoreUnavailable as exc:
+            if not ctx.spool.keep(minion_id, ret):
+                raise
+            ctx.refusals.warning("aes:_return:spooled", "return of %s for %s kept on this master until the job "
+                                 "cache is back: %s", minion_id, ret.jid, exc.message)
         return protocol.Ok()
 
     def _greedy_target(self, job: dict[str, Any], minion_id: str) -> bool:
-        """A minion the master did not expect, which its own data made match (Salt's greedy targets)."""
+        return greedy_target(self.ctx.keys, self.ctx.data, self.ctx.opts, job, minion_id)
+
+
+def expected_minions(keys: KeyStore, data: DataCache, opts: dict[str, Any], tgt: str | list[str],
+                     tgt_type: str) -> list[str]:
+    """The accepted minions ``tgt`` reaches, by their cached grains and pillar."""
+    return targeting.expected_minions(tgt, tgt_type, keys.list_keys().get("minions", []), data.view("grains"),
+                                      data.view("pillar"), option(opts, "nodegroups", dict))
+
+
+def greedy_target(keys: KeyStore, data: DataCache, opts: dict[str, Any], job: dict[str, Any],
+                  minion_id: str) -> bool:
+    """A minion the master did not expect, which its own data made match (Salt's greedy targets)."""
+    try:
+        return minion_id in expected_minions(keys, data, opts, job["tgt"], job["tgt_type"])
+    except match.MatchError:
+        return False
+
+
+def record_return(jobs: JobCache, events: EventPusher, greedy: Callable[[dict[str, Any], str], bool],
+                  minion_id: str, ret: protocol.JobReturn, targeted: _TargetedCache | None = None) -> None:
+    """Store a minion's return and fire ``salt/job/<jid>/ret/<id>``: only for a job sent to that
+    minion (or one its own data made it match), and only the first return (``Refused`` else)."""
+    jid = ret.jid
+    cached = targeted.get(jid) if targeted is not None else None
+    if cached is None:
+        found = jobs.job(jid)
+        if found is None:
+            raise Refused("unknown_job", "no such job")
+        cached = targeted.put(jid, found) if targeted is not None else (found, frozenset(found["minions"]))
+    job, minions = cached
+    if minion_id not in minions and not greedy(job, minion_id):
+        raise Refused("not_targeted", f"job {jid} was not sent to {minion_id}")
+    fun = ret.fun if ret.fun is not None else job["fun"]
+    if not jobs.add_return(jid, minion_id, fun, ret.ret, ret.success, ret.retcode):
+        raise Refused("duplicate", f"{minion_id} already returned for {jid}")
+    event = {"cmd": "_return", "id": minion_id, "jid": jid, "fun": fun, "fun_args": job["arg"],
+             "return": ret.ret, "retcode": ret.retcode, "success": ret.success}
+    if ret.out is not None:
+        event["out"] = ret.out
+    events.fire(f"salt/job/{jid}/ret/{minion_id}", event)
+
+
+def drain_spool(spool: ReturnSpool, jobs: JobCache, events: EventPusher,
+                greedy: Callable[[dict[str, Any], str], bool], limit: int = 500) -> tuple[int, list[str]]:
+    """Hand kept returns (``runtime.master.spool``) to the job cache: (how many were stored,
+    why the others were refused).  Stops at ``StoreUnavailable``, keeping the rest."""
+    stored, refused, handled = 0, [], []
+    for entry, minion_id, ret in spool.take(limit):
         try:
-            return minion_id in self.expected_minions(job["tgt"], job["tgt_type"])
-        except match.MatchError:
-            return False
+            record_return(jobs, events, greedy, minion_id, ret)
+            stored += 1
+        except Refused as exc:
+            refused.append(f"{minion_id} for {ret.jid}: {exc.reason}")
+        except StoreUnavailable:
+            break
+        handled.append(entry)
+    spool.done(handled)
+    return stored, refused
 
 
 class _TargetedCache:

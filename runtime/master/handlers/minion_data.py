@@ -1,4 +1,5 @@
-"""What the master keeps about each minion: ``_grains`` and ``_pillar`` (compiled for the session's id)."""
+"""What the master keeps about each minion: ``_grains``, ``_pillar`` (compiled for the session's id)
+and the Salt mine (``_mine``, ``_mine_get``, ``_mine_delete``, ``_mine_flush``: runtime/master/mine.py)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,12 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from compiler import match
 from runtime import protocol
-from runtime.master.handlers.context import WorkerContext
+from runtime.config import option, optional_option
+from runtime.master import mine
+from runtime.master.handlers.context import Refused, WorkerContext
+from runtime.master.store.errors import StoreUnavailable
 
 if TYPE_CHECKING:
     from runtime.master.pillar_service import PillarService
@@ -17,6 +22,10 @@ class MinionDataHandlers:
     HANDLES: ClassVar[Mapping[type[protocol.Request[Any]], str]] = MappingProxyType({
         protocol.PillarRequest: "pillar",     # sealed: the minion id comes from the session
         protocol.GrainsUpload: "grains",
+        protocol.MineStore: "mine_store",     # sealed: each minion stores and drops its own mine only
+        protocol.MineGet: "mine_get",
+        protocol.MineDelete: "mine_delete",
+        protocol.MineFlush: "mine_flush",
     })
     NON_HANDLERS: ClassVar[frozenset[str]] = frozenset()
 
@@ -40,7 +49,11 @@ class MinionDataHandlers:
                                       ", ".join(request.ignored), minion_id)
         grains = request.grains
         if grains is not None:
-            self._store_grains(minion_id, grains)
+            try:
+                self._store_grains(minion_id, grains)
+            except StoreUnavailable as exc:   # the pillar is compiled from the grains sent all the same
+                self.ctx.refusals.warning("aes:_pillar:store_unavailable", "grains of minion %s not cached: %s",
+                                          minion_id, exc.message)
         else:
             grains = self.ctx.data.fetch(minion_id, "grains") or {}
         if self._pillar is None:
@@ -49,3 +62,37 @@ class MinionDataHandlers:
             self._pillar = PillarService(self.ctx.opts, self.ctx.data)
         return protocol.PillarReply(pillar=self._pillar.compile(minion_id, dict(grains), request.saltenv,
                                                                 request.pillarenv, clean_cache=request.clean_cache))
+
+    # -- the mine ---------------------------------------------------------------------
+    def mine_store(self, minion_id: str, request: protocol.MineStore) -> protocol.Ok:
+        data = dict(request.data)
+        if not request.clear:
+            stored = self.ctx.data.fetch(minion_id, mine.BANK)
+            if isinstance(stored, dict):
+                stored.update(data)
+                data = stored
+        self.ctx.data.store(minion_id, mine.BANK, data)   # DataTooLarge: refused too_large
+        return protocol.Ok()
+
+    def mine_get(self, minion_id: str, request: protocol.MineGet) -> protocol.MineData:
+        ctx = self.ctx
+        try:
+            data = mine.lookup(minion_id, request.tgt, request.fun, request.tgt_type,
+                               acl=optional_option(ctx.opts, "mine_get", dict),
+                               accepted=ctx.keys.list_keys().get("minions", []), mines=ctx.data.view(mine.BANK),
+                               grains=ctx.data.view("grains"), pillars=ctx.data.view("pillar"),
+                               nodegroups=option(ctx.opts, "nodegroups", dict))
+        except match.MatchError as exc:
+            raise Refused("bad_target", exc.message) from None
+        return protocol.MineData(data=data)
+
+    def mine_delete(self, minion_id: str, request: protocol.MineDelete) -> protocol.Ok:
+        stored = self.ctx.data.fetch(minion_id, mine.BANK)
+        if isinstance(stored, dict) and request.fun in stored:
+            del stored[request.fun]
+            self.ctx.data.store(minion_id, mine.BANK, stored)
+        return protocol.Ok()
+
+    def mine_flush(self, minion_id: str, request: protocol.MineFlush) -> protocol.Ok:
+        self.ctx.data.store(minion_id, mine.BANK, {})
+        return protocol.Ok()

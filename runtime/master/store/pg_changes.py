@@ -1,0 +1,99 @@
+"""``runtime.master.changes.ChangeLog`` on PostgreSQL: rows of ``saltpan_changes`` plus a
+``NOTIFY saltpan_changes`` sent on commit of the transaction that recorded them."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import TYPE_CHECKING, Any
+
+from runtime.master.changes import Change, SharedEvent
+from runtime.master.store.pg import PgDatabase, scalar
+
+if TYPE_CHECKING:
+    from runtime.master.store.pg import Conn
+
+CHANNEL = "saltpan_changes"
+EVENTS_CHANNEL = "saltpan_events"
+
+
+def record_change(conn: Conn, topic: str, data: dict[str, Any], master_id: str) -> int:
+    """Record a change in the caller's transaction (announced when it commits); its number."""
+    seq = scalar(conn, "INSERT INTO saltpan_changes (topic, data, master_id, at) VALUES (%s, %s, %s, %s) "
+                       "RETURNING seq", (topic, json.dumps(data, sort_keys=True), master_id, time.time()))
+    conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, str(seq)))
+    return int(seq)
+
+
+class PgChangeLog:
+    def __init__(self, db: PgDatabase):
+        self.db = db
+        self._listener: Conn | None = None
+
+    def record(self, topic: str, data: dict[str, Any], master_id: str) -> int:
+        return self.db.run(lambda c: record_change(c, topic, data, master_id))
+
+    def latest(self) -> int:
+        return int(self.db.run(lambda c: scalar(c, "SELECT COALESCE(MAX(seq), 0) FROM saltpan_changes"),
+                               transaction=False))
+
+    def since(self, seq: int, limit: int = 1000) -> list[Change]:
+        rows = self.db.run(lambda c: c.execute(
+            "SELECT seq, topic, data, master_id, at FROM saltpan_changes WHERE seq > %s ORDER BY seq LIMIT %s",
+            (seq, limit)).fetchall(), transaction=False)
+        return [Change(int(r[0]), r[1], json.loads(r[2]), r[3], float(r[4])) for r in rows]
+
+    def wait(self, timeout: float) -> bool:
+        """LISTEN on a connection of its own (not one of the pool: it stays subscribed)."""
+        psycopg = self.db.psycopg
+        try:
+            if self._listener is None or self._listener.closed or self._listener.broken:
+                self._listener = self.db.dedicated_connection()
+                self._listener.execute(f"LISTEN {CHANNEL}")
+                self._listener.execute(f"LISTEN {EVENTS_CHANNEL}")
+            for _ in self._listener.notifies(timeout=timeout, stop_after=1):
+                return True
+            return False
+        except psycopg.Error as exc:
+            if self._listener is not None:
+                self._listener.close()
+            self._listener = None
+            raise self.db.unavailable(exc) from None
+
+    def prune(self, keep_s: float) -> int:
+        return int(self.db.run(lambda c: c.execute("DELETE FROM saltpan_changes WHERE at < %s",
+                                                   (time.time() - keep_s,)).rowcount))
+
+    # ------------------------------------------------------------ events of the masters' buses
+    def record_events(self, master_id: str, events: list[tuple[str, bytes]]) -> None:
+        if not events:
+            return
+        now = time.time()
+
+        def work(conn: Conn) -> None:
+            conn.execute("INSERT INTO saltpan_events (master_id, tag, data, at) "
+                         "SELECT %s, * FROM unnest(%s::text[], %s::bytea[], %s::float8[])",
+                         (master_id, [t for t, _ in events], [d for _, d in events], [now] * len(events)))
+            conn.execute("SELECT pg_notify(%s, '')", (EVENTS_CHANNEL,))
+
+        self.db.run(work)
+
+    def latest_event(self) -> int:
+        return int(self.db.run(lambda c: scalar(c, "SELECT COALESCE(MAX(seq), 0) FROM saltpan_events"),
+                               transaction=False))
+
+    def events_since(self, seq: int, limit: int = 1000) -> list[SharedEvent]:
+        rows = self.db.run(lambda c: c.execute(
+            "SELECT seq, master_id, tag, data, at FROM saltpan_events WHERE seq > %s ORDER BY seq LIMIT %s",
+            (seq, limit)).fetchall(), transaction=False)
+        return [SharedEvent(int(r[0]), r[1], r[2], bytes(r[3]), float(r[4])) for r in rows]
+
+    def prune_events(self, keep_s: float) -> int:
+        return int(self.db.run(lambda c: c.execute("DELETE FROM saltpan_events WHERE at < %s",
+                                                   (time.time() - keep_s,)).rowcount))
+
+    def close(self) -> None:
+        if self._listener is not None:
+            self._listener.close()
+            self._listener = None
+        self.db.close()

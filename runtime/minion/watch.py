@@ -1,0 +1,77 @@
+"""A minion's subscriber to its master's publish port, kept across sessions, and what it makes of
+the master's boot announcements (runtime/crypt/announce.py).
+
+One subscriber per master address lives as long as the minion talks to that master: during a
+session it carries the jobs, between sessions (while the minion backs off) it listens only for
+an announcement.  ZeroMQ reconnects it by itself when the master comes back (every 100 ms, at
+most every ``RECONNECT_MAX_MS``), the master's XPUB sees the subscription and announces itself,
+and the minion learns at once that its master restarted, instead of at its next heartbeat.
+
+A verified announcement means "the master restarted" when its ``started`` time is later than the
+last time that master answered this minion (``last_answer_ms``, the master's clock in its last
+auth reply): the sessions of an earlier run are gone.  Each boot identity is acted on once.  A
+replayed announcement therefore does nothing: an older boot started before the master last
+answered, the current one was acted on (or answered us) already; a forged one fails its signature.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+from typing import cast
+
+import zmq
+import zmq.asyncio
+
+from runtime import transport
+from runtime.crypt.announce import ANNOUNCE_TOPIC, Announcement, AnnouncementRefused, open_announcement
+
+log = logging.getLogger("saltpan.minion.watch")
+
+RECONNECT_MAX_MS = 500
+_LIMITS = transport.SocketLimits(reconnect_ivl_max_ms=RECONNECT_MAX_MS)
+
+
+class MasterWatch:
+    def __init__(self, ctx: zmq.asyncio.Context, address: str, minion_id: str) -> None:
+        self.address = address
+        sock = transport.make_subscriber(ctx, address, minion_id, _LIMITS)
+        sock.setsockopt(zmq.SUBSCRIBE, ANNOUNCE_TOPIC)
+        self.sub = cast(zmq.asyncio.Socket, sock)
+        self.last_answer_ms = 0               # master clock, last auth reply of this master
+        self.acted: collections.deque[bytes] = collections.deque(maxlen=16)
+        self.refused = 0
+
+    async def recv(self) -> tuple[bytes, bytes] | None:
+        """The next (topic, body), or None for a message that is not two frames."""
+        frames = await self.sub.recv_multipart()
+        if len(frames) != 2:
+            return None
+        return frames[0], frames[1]
+
+    def answered(self, master_now_ms: int) -> None:
+        """The master answered an auth hello at ``master_now_ms`` (its clock)."""
+        self.last_answer_ms = max(self.last_answer_ms, master_now_ms)
+
+    def restarted(self, body: bytes, master_pub: bytes | None, clock_offset_ms: int) -> Announcement | None:
+        """The announcement in ``body`` when it says the master restarted since it last answered
+        us (and this boot was not acted on yet), else None.  Refused ones are counted, never used."""
+        if master_pub is None:       # never authenticated: no key to check it with
+            return None
+        try:
+            announcement = open_announcement(master_pub, body, clock_offset_ms=clock_offset_ms)
+        except AnnouncementRefused as exc:
+            self.refused += 1
+            log.debug("announcement from %s ignored: %s", self.address, exc)
+            return None
+        if announcement.started_ms <= self.last_answer_ms or announcement.boot in self.acted:
+            return None
+        self.acted.append(announcement.boot)
+        return announcement
+
+    @staticmethod
+    def is_announcement(topic: bytes) -> bool:
+        return topic == ANNOUNCE_TOPIC
+
+    def close(self) -> None:
+        self.sub.close(linger=0)

@@ -1,0 +1,252 @@
+"""Fair queueing of the request proxy: lanes, flows, and worker time shared between flows.
+
+Every admitted request belongs to a *lane* (who may send it) and, inside it, to a *flow* (who
+sent it):
+
+* ``operator``: ``publish``/``job_returns`` whose client proof verifies, in the proxy, under the
+  master's own user's key — the operator's local client.  Served before every other lane: the
+  operator's share is reserved, whatever the minions or other clients send.
+* ``session``: sealed requests, one flow per minion (the session id is mapped to its minion by
+  the workers' answers), or per source address while the session is not known;
+* ``client``: other local users' requests, one flow per verified user, or per source address
+  when the proof does not verify in the proxy (a junk publish);
+* ``auth``: hellos and everything else, one flow per source address.
+
+The other lanes take turns by a fixed schedule (mostly ``session``; an empty lane yields).
+Inside a lane, the next request is the oldest of the flow that has had the least *worker time*
+(seconds the workers spent on its requests, measured by the proxy from dispatch to reply): a
+flow that sends 40,000 expensive requests gets the same share of the workers as a minion
+sending one heartbeat, and that minion's heartbeat waits for at most one request of each other
+flow.  A flow that comes back after a pause starts level with the others (it cannot bank
+credit), and one that used more than its share waits until the others caught up (it cannot run
+up debt and then escape it by pausing briefly, until the flow is forgotten as idle).  While
+other flows wait, one flow may occupy at most all workers but one.
+
+Each flow's queue is bounded, and so is each lane's: a request beyond its flow's bound is
+refused (``busy``); when the lane is full, the newest request of its longest flow makes room (that
+flow is the one refused ``busy``).  A request that waited longer than its client would is dropped.
+"""
+
+from __future__ import annotations
+
+import enum
+import heapq
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+
+FlowKey = tuple[str, str]      # ("minion", id), ("user", name), ("address", ip)
+
+
+class Lane(enum.StrEnum):
+    OPERATOR = "operator"
+    SESSION = "session"
+    CLIENT = "client"
+    AUTH = "auth"
+
+
+LANES: tuple[Lane, ...] = (Lane.OPERATOR, Lane.SESSION, Lane.CLIENT, Lane.AUTH)
+FIRST_COST_S = 0.002          # worker time charged at dispatch before a flow's cost is known
+MAX_COST_S = 10.0
+
+
+@dataclass(frozen=True)
+class FairLimits:
+    """Bounds and schedule (defaults for a master; ``QueueLimits`` of runtime.transport)."""
+
+    max_waiting: dict[str, int] = field(default_factory=lambda: {
+        Lane.OPERATOR: 500, Lane.SESSION: 4000, Lane.CLIENT: 500, Lane.AUTH: 500})
+    max_waiting_per_flow: dict[str, int] = field(default_factory=lambda: {
+        Lane.OPERATOR: 500, Lane.SESSION: 200, Lane.CLIENT: 100, Lane.AUTH: 200})
+    max_wait_s: dict[str, float] = field(default_factory=lambda: {
+        Lane.OPERATOR: 10.0, Lane.SESSION: 10.0, Lane.CLIENT: 10.0, Lane.AUTH: 5.0})
+    # the lanes after the operator's, in turn; the others are served when the preferred one is empty
+    schedule: tuple[str, ...] = (Lane.SESSION, Lane.SESSION, Lane.CLIENT, Lane.SESSION, Lane.SESSION,
+                                 Lane.SESSION, Lane.CLIENT, Lane.AUTH)
+    max_flows: int = 20_000       # flows remembered per lane (idle ones are forgotten beyond it)
+
+
+@dataclass(eq=False)
+class Flow(Generic[T]):
+    key: FlowKey
+    lane: Lane
+    queue: deque[tuple[float, T]] = field(default_factory=deque)
+    usage: float = 0.0            # worker seconds attained (charged at dispatch, corrected at the reply)
+    in_flight: int = 0
+    cost: float = FIRST_COST_S    # recent worker seconds per request
+    version: int = 0              # which heap entry is current
+    last_active: float = 0.0
+
+
+@dataclass
+class _LaneState(Generic[T]):
+    flows: dict[FlowKey, Flow[T]] = field(default_factory=dict)
+    heap: list[tuple[float, int, int, Flow[T]]] = field(default_factory=list)
+    waiting: int = 0
+    vtime: float = 0.0            # the usage of the flow served last: where a returning flow starts
+    longest: Flow[T] | None = None
+
+
+@dataclass
+class Taken(Generic[T]):
+    """A request handed to a worker: what :meth:`FairQueue.done` needs when its reply comes."""
+
+    flow: Flow[T]
+    item: T
+    charged: float
+    queued_at: float
+
+
+class FairQueue(Generic[T]):
+    def __init__(self, limits: FairLimits | None = None) -> None:
+        self.limits = limits or FairLimits()
+        self.lanes: dict[Lane, _LaneState[T]] = {lane: _LaneState() for lane in LANES}
+        self._turn = 0
+        self._seq = 0
+
+    # ------------------------------------------------------------ in
+    def push(self, lane: Lane, key: FlowKey, item: T, now: float) -> tuple[bool, list[T]]:
+        """Queue ``item`` of flow ``key``; returns (queued, items pushed out to make room), each of
+        which (and ``item`` itself when not queued) must be answered ``busy``."""
+        state = self.lanes[lane]
+        flow = state.flows.get(key)
+        if flow is None:
+            flow = state.flows[key] = Flow(key, lane, usage=state.vtime, last_active=now)
+        if len(flow.queue) >= self.limits.max_waiting_per_flow[lane]:
+            return False, []
+        pushed_out: list[T] = []
+        if state.waiting >= self.limits.max_waiting[lane]:
+            victim = state.longest
+            if victim is None or not victim.queue or len(victim.queue) <= len(flow.queue) + 1:
+                victim = max((f for f in state.flows.values() if f.queue), key=lambda f: len(f.queue), default=None)
+                state.longest = victim
+            if victim is None or victim is flow or len(victim.queue) <= len(flow.queue) + 1:
+                return False, []
+            pushed_out.append(victim.queue.pop()[1])
+            state.waiting -= 1
+        if not flow.queue and flow.in_flight == 0:
+            flow.usage = max(flow.usage, state.vtime)     # no credit banked while away
+        flow.queue.append((now, item))
+        flow.last_active = now
+        state.waiting += 1
+        if state.longest is None or len(flow.queue) > len(state.longest.queue):
+            state.longest = flow
+        if len(flow.queue) == 1:
+            self._schedule(state, flow)
+        return True, pushed_out
+
+    def _schedule(self, state: _LaneState[T], flow: Flow[T]) -> None:
+        flow.version += 1
+        self._seq += 1
+        heapq.heappush(state.heap, (flow.usage, self._seq, flow.version, flow))
+
+    # ------------------------------------------------------------ out
+    def lane_order(self) -> list[Lane]:
+        """The lanes in the order the next request is looked for."""
+        schedule = self.limits.schedule
+        preferred = Lane(schedule[self._turn % len(schedule)])
+        self._turn += 1
+        return [Lane.OPERATOR, preferred, *(lane for lane in LANES if lane not in (Lane.OPERATOR, preferred))]
+
+    def pop(self, now: float, per_flow_limit: int, expired: Callable[[Lane, T], None],
+            blocked: Callable[[FlowKey], bool] = lambda key: False) -> Taken[T] | None:
+        """The next request to hand to a worker, or None.  A flow with ``per_flow_limit`` requests
+        at the workers is passed over while another flow has one waiting; a flow ``blocked`` says
+        must wait (it left replies unread) is passed over whatever else waits; requests that
+        waited longer than their lane's ``max_wait_s`` go to ``expired`` instead."""
+        order = self.lane_order()
+        for strict in (True, False):
+            for lane in order:
+                taken = self._pop_lane(lane, now, per_flow_limit if strict else None, expired, blocked)
+                if taken is not None:
+                    return taken
+        return None
+
+    def _pop_lane(self, lane: Lane, now: float, limit: int | None, expired: Callable[[Lane, T], None],
+                  blocked: Callable[[FlowKey], bool]) -> Taken[T] | None:
+        state = self.lanes[lane]
+        aside: list[Flow[T]] = []
+        try:
+            while state.heap:
+                _, _, version, flow = state.heap[0]
+                if version != flow.version or not flow.queue:
+                    heapq.heappop(state.heap)
+                    continue
+                if (limit is not None and flow.in_flight >= limit) or blocked(flow.key):
+                    aside.append(heapq.heappop(state.heap)[3])
+                    continue
+                queued_at, item = flow.queue.popleft()
+                state.waiting -= 1
+                if now - queued_at > self.limits.max_wait_s[lane]:
+                    expired(lane, item)
+                    if not flow.queue:
+                        heapq.heappop(state.heap)
+                    continue
+                heapq.heappop(state.heap)
+                state.vtime = max(state.vtime, flow.usage)
+                charged = flow.cost
+                flow.usage += charged
+                flow.in_flight += 1
+                flow.last_active = now
+                if flow.queue:
+                    self._schedule(state, flow)
+                return Taken(flow, item, charged, queued_at)
+            return None
+        finally:
+            for flow in aside:
+                self._schedule(state, flow)
+
+    def done(self, taken: Taken[T], elapsed: float, now: float) -> None:
+        """The reply to ``taken`` came after ``elapsed`` seconds at a worker."""
+        flow = taken.flow
+        flow.in_flight = max(0, flow.in_flight - 1)
+        elapsed = min(max(elapsed, 0.0), MAX_COST_S)
+        flow.usage += elapsed - taken.charged
+        flow.cost = 0.7 * flow.cost + 0.3 * elapsed
+        flow.last_active = now
+        if flow.queue:
+            self._schedule(self.lanes[flow.lane], flow)
+
+    # ------------------------------------------------------------ bookkeeping
+    def waiting(self) -> dict[Lane, int]:
+        return {lane: state.waiting for lane, state in self.lanes.items()}
+
+    def flows(self, lane: Lane) -> dict[FlowKey, Flow[T]]:
+        return self.lanes[lane].flows
+
+    def drain(self) -> Iterator[tuple[Lane, T]]:
+        """Every waiting request, removed (for a proxy that stops)."""
+        for lane, state in self.lanes.items():
+            for flow in state.flows.values():
+                while flow.queue:
+                    yield lane, flow.queue.popleft()[1]
+            state.waiting = 0
+            state.heap.clear()
+
+    def forget_idle(self, now: float, idle_s: float = 60.0) -> int:
+        """Forget flows with nothing waiting or at the workers that are owed nothing (or, beyond
+        ``max_flows``, idle for ``idle_s``): the memory of flows stays bounded under a flood of
+        sources.  Returns how many were forgotten."""
+        forgotten = 0
+        for state in self.lanes.values():
+            crowded = len(state.flows) > self.limits.max_flows
+            for key, flow in list(state.flows.items()):
+                if flow.queue or flow.in_flight:
+                    continue
+                if flow.usage <= state.vtime or (crowded and now - flow.last_active > idle_s) \
+                        or now - flow.last_active > 10 * idle_s:
+                    del state.flows[key]
+                    forgotten += 1
+                    if state.longest is flow:
+                        state.longest = None
+            if len(state.flows) > self.limits.max_flows:      # still too many: the longest idle go
+                idle = sorted((f for f in state.flows.values() if not f.queue and not f.in_flight),
+                              key=lambda f: f.last_active)
+                for flow in idle[:len(state.flows) - self.limits.max_flows]:
+                    del state.flows[flow.key]
+                    forgotten += 1
+        return forgotten

@@ -1,0 +1,137 @@
+"""The master's boot announcement (issue 20): signed, fresh, and acted on once per boot."""
+
+from __future__ import annotations
+
+import pytest
+import zmq
+import zmq.asyncio
+
+from runtime import codec
+from runtime.crypt import aead
+from runtime.crypt.announce import (
+    MAX_SPREAD_S,
+    Announcement,
+    AnnouncementRefused,
+    open_announcement,
+    seal_announcement,
+)
+from runtime.crypt.handshake import now_ms
+from runtime.crypt.identity import Identity
+from runtime.master.announcer import MIN_GAP_S, Announcer, admission_rate, count_accepted
+from runtime.minion.watch import MasterWatch
+
+
+def announcement(started: int = 1_000, ts: int | None = None, fleet: int = 20, rate: float = 800.0,
+                 boot: bytes = b"b" * 16) -> Announcement:
+    return Announcement(boot, started, now_ms() if ts is None else ts, fleet, rate)
+
+
+def refusal(master_pub: bytes, data: bytes, **kwargs: int) -> str:
+    with pytest.raises(AnnouncementRefused) as err:
+        open_announcement(master_pub, data, **kwargs)
+    return err.value.reason
+
+
+def test_round_trip_and_spread_grows_with_the_fleet() -> None:
+    master = Identity.generate()
+    sent = announcement(fleet=1000, rate=500.0)
+    got = open_announcement(master.public_raw, seal_announcement(master, sent))
+    assert got == sent
+    assert got.spread_s() == pytest.approx(2.0)
+    assert announcement(fleet=20, rate=500.0).spread_s() == pytest.approx(0.04)
+    assert announcement(fleet=0).spread_s() == 0.0
+    assert announcement(fleet=10**9, rate=1.0).spread_s() == MAX_SPREAD_S
+
+
+def test_signature_by_another_key_or_any_changed_byte_is_refused() -> None:
+    master, other = Identity.generate(), Identity.generate()
+    data = seal_announcement(master, announcement())
+    assert refusal(other.public_raw, data) == "bad_signature"
+    outer = codec.unpack(data)
+    body = codec.unpack(outer["a"])
+    body["fleet"] = 1                                    # a smaller fleet: everyone at once
+    forged = codec.pack({"a": codec.pack(body), "sig": outer["sig"]})
+    assert refusal(master.public_raw, forged) == "bad_signature"
+    for index in range(len(data)):
+        changed = data[:index] + bytes([data[index] ^ 0x01]) + data[index + 1:]
+        with pytest.raises(AnnouncementRefused):
+            open_announcement(master.public_raw, changed)
+
+
+def test_malformed_and_stale_announcements_are_refused() -> None:
+    master = Identity.generate()
+    assert refusal(master.public_raw, b"\xc1") == "malformed"
+    assert refusal(master.public_raw, codec.pack({"a": b"x"})) == "malformed"
+
+    def signed(fields: dict) -> bytes:
+        body = codec.pack(fields)
+        return codec.pack({"a": body, "sig": master.sign(aead.transcript("announcement", body))})
+
+    good = {"v": 1, "boot": b"b" * 16, "started": 1, "ts": now_ms(), "fleet": 3, "rate": 10.0}
+    assert open_announcement(master.public_raw, signed(good)).fleet == 3
+    for key, value in (("rate", 0.0), ("rate", float("inf")), ("fleet", -1), ("boot", b"short"),
+                       ("started", now_ms() + 10_000_000), ("v", 2), ("rate", 5)):
+        assert refusal(master.public_raw, signed({**good, key: value})) == "malformed", key
+    assert refusal(master.public_raw, signed({**good, "extra": 1})) == "malformed"
+    old = seal_announcement(master, announcement(ts=now_ms() - 400_000))
+    assert refusal(master.public_raw, old) == "stale"
+    # the minion's clock is 400 s behind the master's: its offset makes the same bytes fresh
+    assert open_announcement(master.public_raw, seal_announcement(master, announcement()),
+                             clock_offset_ms=0).fleet == 20
+    assert refusal(master.public_raw, seal_announcement(master, announcement()), clock_offset_ms=-400_000) == \
+        "future"
+
+
+def test_a_minion_acts_once_per_boot_and_never_on_an_older_run() -> None:
+    master = Identity.generate()
+    ctx = zmq.asyncio.Context()
+    watch = MasterWatch(ctx, "tcp://127.0.0.1:9", "m1")
+    try:
+        watch.answered(5_000)                     # our session began at 5,000 ms (master clock)
+        older = seal_announcement(master, announcement(started=4_000, boot=b"o" * 16))
+        assert watch.restarted(older, master.public_raw, 0) is None        # the run we talk to
+        new = seal_announcement(master, announcement(started=6_000, boot=b"n" * 16))
+        assert watch.restarted(new, None, 0) is None                       # no trusted key yet
+        assert watch.restarted(new, master.public_raw, 0) is not None      # a restart
+        assert watch.restarted(new, master.public_raw, 0) is None          # acted on once
+        again = seal_announcement(master, announcement(started=6_000, boot=b"n" * 16))
+        assert watch.restarted(again, master.public_raw, 0) is None        # a later copy of that boot
+        forged = seal_announcement(Identity.generate(), announcement(started=9_000, boot=b"f" * 16))
+        assert watch.restarted(forged, master.public_raw, 0) is None and watch.refused == 1
+    finally:
+        watch.close()
+        ctx.destroy(linger=0)
+
+
+def test_announcer_paces_announcements_and_counts_the_fleet(tmp_path) -> None:
+    master = Identity.generate()
+    clock = [100.0]
+    announcer = Announcer(master, 1_234, 800.0, lambda: 7, clock=lambda: clock[0])
+    first = announcer.take()
+    assert first is not None
+    got = open_announcement(master.public_raw, first)
+    assert (got.started_ms, got.fleet, got.rate, got.boot) == (1_234, 7, 800.0, announcer.boot)
+    assert announcer.take() is None and announcer.wait_ms() is None      # nothing due
+    for _ in range(1000):                                                # a thousand minions resubscribe
+        announcer.note_subscription(b"\x01master")
+    assert announcer.take() is None                                      # within MIN_GAP_S of the last one
+    assert announcer.wait_ms() == round(MIN_GAP_S * 1000)
+    clock[0] += 2 * MIN_GAP_S
+    assert announcer.take() is not None and announcer.take() is None    # one for all of them
+    announcer.note_subscription(b"\x01all")                              # job topics do not count
+    announcer.note_subscription(b"\x00master")                           # nor unsubscriptions
+    clock[0] += 1
+    assert announcer.take() is None
+    (tmp_path / "minions").mkdir()
+    for name in ("a", "b", ".tmp-x"):
+        (tmp_path / "minions" / name).write_text("k")
+    assert count_accepted(str(tmp_path)) == 2
+    assert count_accepted(str(tmp_path / "missing")) == 0
+
+
+def test_admission_rate_follows_workers_and_config() -> None:
+    assert admission_rate({"reauth_rate": 123}) == 123.0
+    one_worker = admission_rate({"worker_threads": 1})
+    assert one_worker == 400.0
+    assert admission_rate({"worker_threads": 64}) >= one_worker
+    assert admission_rate({"worker_threads": 64, "clear_rate_global": 50}) == 50.0

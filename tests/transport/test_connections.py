@@ -1,0 +1,206 @@
+"""What the request proxy bounds per connection (runtime/transport_conns.py), with real sockets on
+127.0.0.1: silent and idle connections closed, the connection count bounded (the address holding
+the most loses its least active), unfinished multipart messages bounded, and a client that does
+not read its replies served nothing more until it does."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+
+import pytest
+import zmq
+
+from runtime import codec
+from runtime.transport import (
+    RequestClient,
+    RequestProxy,
+    WorkerSocket,
+    bind,
+    ipc_address,
+    make_socket,
+    tcp_address,
+)
+from runtime.transport_conns import ConnectionLimits
+from tests.security.clients import ZMTP_GREETING, ZMTP_READY
+
+pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="optional: Linux TCP_INFO")
+
+
+class Server:
+    def __init__(self, ctx: zmq.Context, sock_dir: str, limits: ConnectionLimits, reply_size: int = 0) -> None:
+        self.frontend = make_socket(ctx, zmq.ROUTER)
+        self.endpoint = bind(self.frontend, tcp_address("127.0.0.1", 0))
+        self.port = int(self.endpoint.rsplit(":", 1)[1])
+        self.backend = make_socket(ctx, zmq.ROUTER)
+        workers = ipc_address(sock_dir, "workers.ipc")
+        bind(self.backend, workers)
+        self.proxy = RequestProxy(self.frontend, self.backend, connections=limits)
+        self.stop = threading.Event()
+        self.threads = [threading.Thread(target=self.proxy.run, args=(self.stop,), daemon=True),
+                        threading.Thread(target=self._worker, args=(ctx, workers, reply_size), daemon=True)]
+        for thread in self.threads:
+            thread.start()
+
+    def _worker(self, ctx: zmq.Context, address: str, reply_size: int) -> None:
+        sock = WorkerSocket(ctx, address)
+        while not self.stop.is_set():
+            request = sock.recv(50)
+            if request is not None:
+                sock.reply(request, b"r" * reply_size if reply_size else request.body)
+        sock.close()
+
+    def count(self) -> int:
+        return len(self.proxy.conns.by_fd)
+
+    def close(self) -> None:
+        self.stop.set()
+        for thread in self.threads:
+            thread.join(5)
+        self.frontend.close(linger=0)
+        self.backend.close(linger=0)
+
+
+@pytest.fixture
+def server(ctx, tmp_path):
+    made = []
+
+    def start(limits: ConnectionLimits, reply_size: int = 0) -> Server:
+        made.append(Server(ctx, str(tmp_path / f"s{len(made)}"), limits, reply_size))
+        return made[-1]
+
+    yield start
+    for s in made:
+        s.close()
+
+
+def wait_until(check, timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.05)
+    return check()
+
+
+def test_silent_connections_are_closed(server) -> None:
+    srv = server(ConnectionLimits(first_request_s=0.5))
+    held = [socket.create_connection(("127.0.0.1", srv.port)) for _ in range(20)]
+    try:
+        assert wait_until(lambda: srv.count() == 20, 2)
+        assert wait_until(lambda: srv.count() == 0, 5), srv.count()
+        assert srv.proxy.conns.stats.closed_silent == 20
+    finally:
+        for s in held:
+            s.close()
+
+
+def test_the_connection_count_is_bounded_and_the_crowded_address_loses(server, ctx) -> None:
+    srv = server(ConnectionLimits(max_connections=30, first_request_s=60))
+    honest = RequestClient(srv.endpoint, ctx=ctx, timeout=2)
+    try:
+        assert honest.request(b"first") == b"first"
+        flood = [socket.create_connection(("127.0.0.1", srv.port), source_address=("127.0.0.77", 0))
+                 for _ in range(60)]
+        assert wait_until(lambda: srv.proxy.conns.stats.closed_crowded >= 30 and srv.count() <= 31, 10), srv.count()
+        assert srv.proxy.conns.sources().get("127.0.0.1") == 1       # the honest connection stayed
+        assert honest.request(b"still") == b"still" and honest.reconnects == 0
+        for s in flood:
+            s.close()
+    finally:
+        honest.close()
+
+
+def test_unfinished_multipart_messages_are_bounded(server, ctx) -> None:
+    """A peer that sends frame after frame of one message and never the last: libzmq would
+    buffer them all; the connection is closed once it holds more than one message's worth."""
+    srv = server(ConnectionLimits(max_message=1024 * 1024, first_request_s=60, sweep_s=0.05))
+    raw = socket.create_connection(("127.0.0.1", srv.port))
+    try:
+        raw.sendall(ZMTP_GREETING + ZMTP_READY)
+        chunk = b"\x03" + (256 * 1024).to_bytes(8, "big") + b"x" * (256 * 1024)   # a long frame, more to come
+        sent = 0
+        with pytest.raises(OSError):
+            for _ in range(400):          # 100 MiB if nothing stopped it
+                raw.sendall(chunk)
+                sent += len(chunk)
+                time.sleep(0.002)
+        # what was sent beyond one message sat in the two kernels' socket buffers (autotuned up to
+        # tcp_rmem/tcp_wmem's maximum), or arrived during one sweep of a loaded machine
+        assert sent < 1024 * 1024 + _kernel_buffers() + 16 * 1024 * 1024, sent
+        assert srv.proxy.conns.stats.closed_unfinished >= 1
+    finally:
+        raw.close()
+    with RequestClient(srv.endpoint, ctx=ctx, timeout=2) as client:
+        assert client.request(b"after") == b"after"
+
+
+def _kernel_buffers() -> int:
+    """The most a loopback connection's receive and send buffers can hold (Linux autotuning)."""
+    total = 0
+    for name in ("tcp_rmem", "tcp_wmem"):
+        with open(f"/proc/sys/net/ipv4/{name}") as f:
+            total += int(f.read().split()[2])
+    return total
+
+
+def test_all_connections_together_hold_at_most_max_unfinished(server) -> None:
+    srv = server(ConnectionLimits(max_message=4 * 1024 * 1024, max_unfinished=2 * 1024 * 1024,
+                                  first_request_s=60, sweep_s=0.05))
+    raws = [socket.create_connection(("127.0.0.1", srv.port)) for _ in range(8)]
+    for raw in raws:
+        raw.sendall(ZMTP_GREETING + ZMTP_READY + b"\x03" + (1 << 20).to_bytes(8, "big") + b"y" * (600 * 1024))
+    assert wait_until(lambda: srv.proxy.conns.stats.closed_unfinished >= 5, 10), \
+        [(c.fd, c.received, c.read, c.closing) for c in srv.proxy.conns.connections()]
+    assert sum(c.unfinished for c in srv.proxy.conns.connections() if not c.closing) <= 2 * 1024 * 1024
+    for raw in raws:
+        raw.close()
+
+
+def test_a_client_that_does_not_read_is_served_nothing_more(server, ctx) -> None:
+    srv = server(ConnectionLimits(max_unread=2 * 1024 * 1024, first_request_s=60), reply_size=256 * 1024)
+    deaf = ctx.socket(zmq.DEALER)
+    deaf.setsockopt(zmq.RCVHWM, 1)
+    deaf.setsockopt(zmq.RCVBUF, 4096)
+    deaf.connect(srv.endpoint)
+    body = codec.pack_envelope("aes", {"h": b"h" * 40, "ct": b"c" * 100})
+    try:
+        for _ in range(200):
+            deaf.send_multipart([b"", os.urandom(8), body])
+        time.sleep(2)
+        conns = [c for c in srv.proxy.conns.connections() if c.written]
+        unread = sum(c.unread for c in conns)
+        assert unread <= 2 * 1024 * 1024 + 2 * 256 * 1024, unread
+        assert srv.proxy.stats.forwarded < 30, srv.proxy.stats
+        reader = ctx.socket(zmq.DEALER)       # a client from another address (another flow) is served
+        reader.connect(f"tcp://127.0.0.78:0;127.0.0.1:{srv.port}")
+        reader.send_multipart([b"", b"12345678", body])
+        assert reader.poll(3000), "a reading client was not served"
+        assert len(reader.recv_multipart()[2]) == 256 * 1024
+        reader.close(linger=0)
+    finally:
+        deaf.close(linger=0)
+
+
+def test_a_flow_that_stopped_reading_is_served_again_once_its_connections_closed(server, ctx) -> None:
+    """The deaf client's own minion (here: its address) comes back on a new connection after the
+    deaf one closed: its unread replies went with that connection, and it is served at once."""
+    srv = server(ConnectionLimits(max_unread=2 * 1024 * 1024, first_request_s=60), reply_size=256 * 1024)
+    body = codec.pack_envelope("aes", {"h": b"h" * 40, "ct": b"c" * 100})
+    deaf = ctx.socket(zmq.DEALER)
+    deaf.setsockopt(zmq.RCVHWM, 1)
+    deaf.setsockopt(zmq.RCVBUF, 4096)
+    deaf.connect(srv.endpoint)
+    for _ in range(200):
+        deaf.send_multipart([b"", os.urandom(8), body])
+    assert wait_until(lambda: sum(srv.proxy.waiting().values()) > 100, 5), srv.proxy.stats   # held
+    assert srv.proxy.stats.forwarded < 30, srv.proxy.stats
+    deaf.close(linger=0)
+    assert wait_until(lambda: not [c for c in srv.proxy.conns.connections() if c.written], 5)
+    with RequestClient(srv.endpoint, ctx=ctx, timeout=3, tries=1) as again:
+        started = time.monotonic()
+        assert len(again.request(body)) == 256 * 1024
+        assert time.monotonic() - started < 2.0
+    assert srv.proxy.stats.dropped_gone > 0, srv.proxy.stats

@@ -1,0 +1,128 @@
+"""The request proxy's fair queueing (runtime/transport_fair.py), without sockets: worker time
+shared between flows, the operator's lane first, bounds per flow and per lane, no credit banked,
+no debt escaped, expiry, idle flows forgotten."""
+
+from __future__ import annotations
+
+from runtime.transport_fair import FairLimits, FairQueue, Lane
+
+NEVER = lambda lane, item: (_ for _ in ()).throw(AssertionError(f"expired {item}"))  # noqa: E731
+
+
+def serve(queue: FairQueue, now: float, costs: dict, rounds: int, workers: int = 1) -> list:
+    """Serve ``rounds`` requests one at a time; each takes ``costs[flow]`` seconds of worker time."""
+    order = []
+    for _ in range(rounds):
+        taken = queue.pop(now, workers, NEVER)
+        if taken is None:
+            break
+        order.append(taken.item)
+        queue.done(taken, costs[taken.flow.key], now)
+    return order
+
+
+def test_a_flood_of_expensive_requests_gets_a_fair_share_of_worker_time() -> None:
+    """The issue's instance in small: one minion queues 150 pillar requests (50 ms of worker
+    time each), another a heartbeat every round (1 ms): the heartbeats are served at once,
+    and the flood gets about as much worker time as the honest minion uses, not all of it."""
+    queue: FairQueue[str] = FairQueue()
+    rogue, honest = ("minion", "rogue01"), ("minion", "web01")
+    for i in range(150):
+        assert queue.push(Lane.SESSION, rogue, f"pillar{i}", 0.0)[0]
+    served = []
+    for i in range(20):
+        queue.push(Lane.SESSION, honest, f"beat{i}", 0.0)
+        served += serve(queue, 0.0, {rogue: 0.05, honest: 0.001}, 2)
+    beats = [s for s in served if s.startswith("beat")]
+    assert len(beats) == 20, served
+    assert all(served.index(f"beat{i}") < 2 * (i + 1) + 1 for i in range(20)), served
+    assert sum(s.startswith("pillar") for s in served) <= 20
+
+
+def test_flows_share_workers_by_time_not_by_count() -> None:
+    queue: FairQueue[str] = FairQueue()
+    heavy, light = ("minion", "heavy"), ("minion", "light")
+    for i in range(100):
+        queue.push(Lane.SESSION, heavy, f"h{i}", 0.0)
+        queue.push(Lane.SESSION, light, f"l{i}", 0.0)
+    served = serve(queue, 0.0, {heavy: 0.010, light: 0.001}, 110)
+    # ten cheap requests for each expensive one, give or take the first estimates
+    assert 80 <= sum(s.startswith("l") for s in served) <= 100, served
+
+
+def test_the_operator_lane_goes_first_and_lanes_take_turns() -> None:
+    queue: FairQueue[str] = FairQueue()
+    for i in range(10):
+        queue.push(Lane.AUTH, ("address", "10.0.0.9"), f"hello{i}", 0.0)
+        queue.push(Lane.SESSION, ("minion", "m"), f"sealed{i}", 0.0)
+        queue.push(Lane.CLIENT, ("address", "10.0.0.8"), f"junk{i}", 0.0)
+    queue.push(Lane.OPERATOR, ("user", "root"), "publish", 0.0)
+    served = serve(queue, 0.0, {("address", "10.0.0.9"): 0.001, ("minion", "m"): 0.001,
+                                ("address", "10.0.0.8"): 0.001, ("user", "root"): 0.001}, 16)
+    assert served[0] == "publish"
+    lanes = [s.rstrip("0123456789") for s in served[1:9]]
+    assert lanes.count("sealed") == 5 and lanes.count("junk") == 2 and lanes.count("hello") == 1, lanes
+
+
+def test_a_full_flow_is_refused_and_a_full_lane_pushes_out_the_longest_flow() -> None:
+    limits = FairLimits(max_waiting={**FairLimits().max_waiting, Lane.AUTH: 10},
+                        max_waiting_per_flow={**FairLimits().max_waiting_per_flow, Lane.AUTH: 8})
+    queue: FairQueue[str] = FairQueue(limits)
+    flood, honest = ("address", "10.0.0.66"), ("address", "10.0.0.2")
+    results = [queue.push(Lane.AUTH, flood, f"f{i}", 0.0) for i in range(12)]
+    assert [queued for queued, _ in results] == [True] * 8 + [False] * 4    # its own bound
+    queue.push(Lane.AUTH, ("address", "10.0.0.67"), "g0", 0.0)
+    queue.push(Lane.AUTH, ("address", "10.0.0.67"), "g1", 0.0)
+    queued, pushed_out = queue.push(Lane.AUTH, honest, "hello", 0.0)   # the lane is full (10)
+    assert queued and pushed_out == ["f7"], pushed_out                  # the flood's newest made room
+    assert queue.waiting()[Lane.AUTH] == 10
+
+
+def test_a_returning_flow_banks_no_credit_and_escapes_no_debt() -> None:
+    queue: FairQueue[str] = FairQueue()
+    a, b, c = ("minion", "a"), ("minion", "b"), ("minion", "c")
+    for i in range(50):
+        queue.push(Lane.SESSION, a, f"a{i}", 0.0)
+        queue.push(Lane.SESSION, b, f"b{i}", 0.0)
+    serve(queue, 0.0, {a: 0.01, b: 0.01}, 60)
+    # c was idle all along: it starts level with the others, not 300 ms ahead of them
+    for i in range(10):
+        queue.push(Lane.SESSION, c, f"c{i}", 0.0)
+    served = serve(queue, 0.0, {a: 0.01, b: 0.01, c: 0.01}, 9)
+    assert 2 <= sum(s.startswith("c") for s in served) <= 4, served
+
+
+def test_a_flow_may_not_take_every_worker_while_others_wait() -> None:
+    queue: FairQueue[str] = FairQueue()
+    rogue, honest = ("minion", "rogue"), ("minion", "honest")
+    for i in range(10):
+        queue.push(Lane.SESSION, rogue, f"r{i}", 0.0)
+    first = queue.pop(0.0, 1, NEVER)               # two workers: each flow at most one while others wait
+    queue.push(Lane.SESSION, honest, "h0", 0.0)
+    second = queue.pop(0.0, 1, NEVER)
+    assert (first.item, second.item) == ("r0", "h0")
+    third = queue.pop(0.0, 1, NEVER)               # nobody else waits: work-conserving
+    assert third is not None and third.item == "r1"
+
+
+def test_a_blocked_flow_waits_whatever_else_is_idle() -> None:
+    queue: FairQueue[str] = FairQueue()
+    queue.push(Lane.SESSION, ("minion", "deaf"), "chunk", 0.0)
+    assert queue.pop(0.0, 4, NEVER, blocked=lambda key: key == ("minion", "deaf")) is None
+    assert queue.pop(0.0, 4, NEVER).item == "chunk"
+
+
+def test_old_requests_expire_and_idle_flows_are_forgotten() -> None:
+    queue: FairQueue[str] = FairQueue(FairLimits(max_flows=100))
+    expired = []
+    queue.push(Lane.AUTH, ("address", "1.1.1.1"), "old", 0.0)
+    queue.push(Lane.AUTH, ("address", "1.1.1.1"), "new", 5.5)
+    taken = queue.pop(6.0, 1, lambda lane, item: expired.append(item))
+    assert expired == ["old"] and taken.item == "new"
+    queue.done(taken, 0.0, 6.0)
+    for i in range(500):
+        queue.push(Lane.AUTH, ("address", f"10.0.{i // 256}.{i % 256}"), "x", 10.0)
+    while (taken := queue.pop(10.0, 1, NEVER)) is not None:
+        queue.done(taken, 0.002, 10.0)
+    queue.forget_idle(1000.0)
+    assert len(queue.flows(Lane.AUTH)) <= 100
