@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# pytest-xdist workers: most suites wait on real daemons, so three share two cores well
+TEST_WORKERS ?= 3
 
 .PHONY: test demo lint venv clean
 
@@ -18,7 +20,7 @@ test: $(STAMP)
 	tools/test-packages.sh
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 demo: $(STAMP)
 	$(BIN)/python demo/run_demo.py

@@ -15,6 +15,16 @@ from tests.pgserver import postgres  # noqa: F401  (the suite's PostgreSQL serve
 from tests.strict import OPTIONAL, strict
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (``make test`` runs ``--dist loadgroup``) a file's tests stay on one worker,
+    so its module fixtures (clusters, servers) start once; the attack suite's tests share one lab
+    (a session fixture: a master, minions, attackers), so they all run on one worker too."""
+    for item in items:
+        fixtures = getattr(item, "fixturenames", ())
+        group = "security-lab" if "lab" in fixtures else item.nodeid.split("::", 1)[0]
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> object:
     outcome = yield

@@ -95,6 +95,8 @@ _TOKENS = (
     ErrorToken("not_targeted", "handler", "a return for a job that was not sent to this minion"),
     ErrorToken("duplicate", "handler", "a second return of this minion for this job"),
     ErrorToken("bad_grains", "handler", "`grains` is not a map"),
+    ErrorToken("bad_mine", "handler", "a mine request whose data is not a map of function names, or whose target, "
+               "function or target type is not a string (or a list of strings)"),
     ErrorToken("bad_event", "handler", "`events` is not a list of at most 100 events"),
     ErrorToken("bad_path", "handler", "a file-server path that is not a string, or a `loc` outside the file"),
     ErrorToken("bad_saltenv", "handler", "a saltenv that is not a string or not a valid name"),

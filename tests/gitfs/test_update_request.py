@@ -21,7 +21,7 @@ from runtime.crypt.clientkey import client_key_path, load_or_create_client_key, 
 from runtime.crypt.identity import Identity
 from runtime.events import EVENT_PULL
 from runtime.master import worker as worker_mod
-from runtime.master.sessions import SQLiteSessionStore
+from runtime.master.store.sqlite_sessions import SQLiteSessionStore
 from tests.netutil import free_port
 
 PROJECT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

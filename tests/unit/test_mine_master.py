@@ -13,8 +13,9 @@ import pytest
 from compiler import match
 from runtime import protocol
 from runtime.master import mine
-from runtime.master.datacache import DataTooLarge, SQLiteDataCache
+from runtime.master.datacache import DataTooLarge
 from runtime.master.handlers.minion_data import MinionDataHandlers
+from runtime.master.store.sqlite_data import SQLiteDataCache
 
 GRAINS = {"web1": {"roles": ["web"]}, "web2": {"roles": ["web"]}, "db1": {"roles": ["db"]}}
 PILLARS = {"web1": {"tier": "front*"}, "web2": {"tier": "frontend"}, "db1": {"tier": "back"}}
