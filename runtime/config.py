@@ -254,6 +254,11 @@ OPTIONS: dict[str, Option] = {
                           unit="per second", salt=SALTPAN_ONLY),
     "heartbeat_period": Option(5.0, "num", "master", "Seconds between minion heartbeats (told to minions at auth).",
                                unit="s", salt=SALTPAN_ONLY),
+    "heartbeat_max_rate": Option(200.0, "num", "master",
+                                 "Heartbeats a second the fleet should send in all: a minion whose session opens "
+                                 "is told a heartbeat period of max(heartbeat_period, sessions / this), so "
+                                 "10,000 minions beat every 50 s (0 = always heartbeat_period).",
+                                 unit="per second", salt=SALTPAN_ONLY),
     "presence_events": Option(True, "bool", "master", "Fire salt/presence events.",
                               salt="on by default (Salt: false); saltpan derives presence from heartbeats"),
     "max_pending_keys": Option(1000, "int", "master", "Largest number of pending keys (key-store flooding).",

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import socket
 import sys
 import traceback
 from typing import TYPE_CHECKING, Any
@@ -61,6 +60,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def masterless_env(opts: dict[str, Any], need_pillar: bool) -> ModuleEnv:
+    import socket  # here, not at the top: `saltpan run` and `--version` load this module without needing it
+
     from compiler.roots import LocalRoots
     from runtime import grains as grains_mod
     from runtime import pipeline

@@ -3,22 +3,26 @@
 Each command's module registers its parser (``COMMANDS``); shared options are
 ``runtime.cli.options``', the parser class and how words are read ``runtime.cli.parser``'s, and
 what a failure looks like ``runtime.cli.errors``'.  Commands import what they need when they run,
-to start fast.
+to start fast: ``saltpan --version`` imports nothing beyond this module (no argparse, no package
+metadata scan; tests/unit/test_cli_startup.py keeps it so).
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
 import sys
-from collections.abc import Iterator
-from types import ModuleType
 
-from runtime.cli.errors import EX_INTERRUPTED, EX_OK, EX_USAGE, UsageError, report
-from runtime.cli.parser import Parser, add_global_options, parse
+TYPE_CHECKING = False   # typing.TYPE_CHECKING without importing typing (mypy treats it the same)
 
-VERSION = "0.1.0"
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Iterator
+    from types import ModuleType
+
+    from runtime.cli.parser import Parser
+
+VERSION = "0.1.0"   # pyproject.toml's version (tests/unit/test_cli_startup.py checks they agree)
 # commands whose words after the function name are the function's arguments (Salt's `FUN ARG key=value`),
 # and the runner-like ones taking key=value words (`saltpan fileserver update backend=gitfs -c CONF`)
 FUNCTION_COMMANDS = ("call", "run", "fileserver", "git_pillar")
@@ -32,6 +36,8 @@ def command_modules() -> tuple[ModuleType, ...]:
 
 
 def build_parser() -> Parser:
+    from runtime.cli.parser import Parser, add_global_options
+
     parser = Parser(prog="saltpan", description=(
         "Compile and apply Salt pillar and state trees: offline (compile), masterless on this host "
         "(call --local), or on minions through a master (run, key, jobs, event, minions, master, "
@@ -65,6 +71,8 @@ def color_wanted(args: argparse.Namespace, stream: object = None) -> bool:
 @contextlib.contextmanager
 def output_to(args: argparse.Namespace) -> Iterator[None]:
     """stdout for the command's output: --out-file FILE (Salt's), else stdout; sets ``args.color``."""
+    from runtime.cli.errors import UsageError
+
     path = getattr(args, "out_file", None)
     if getattr(args, "out_file_append", False) and not path:
         raise UsageError("--out-file-append appends to the file of --out-file FILE: give both")
@@ -82,8 +90,15 @@ def output_to(args: argparse.Namespace) -> Iterator[None]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words == ["--version"]:   # the whole command line: answered before any parser is built
+        print(f"saltpan {VERSION}")
+        return 0
+    from runtime.cli.errors import EX_INTERRUPTED, EX_OK, EX_USAGE, report
+    from runtime.cli.parser import parse
+
     parser = build_parser()
-    args = parse(parser, sys.argv[1:] if argv is None else argv, FUNCTION_COMMANDS)
+    args = parse(parser, words, FUNCTION_COMMANDS)
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return EX_USAGE

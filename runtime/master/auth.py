@@ -49,6 +49,8 @@ _EVENT_ACT = {"accepted": "accept", "pending": "pend", "rejected": "reject", "de
 class AuthSettings:
     auto_accept: bool = False
     heartbeat_s: float = 5.0
+    # the period told at auth, when it depends on the fleet (runtime.master.heartbeats); else heartbeat_s
+    heartbeat_period: Callable[[], float] | None = None
     hello_skew_ms: int = DEFAULT_HELLO_SKEW_MS
     autosign: Callable[[str], bool] | None = None       # e.g. autosign_file globs
     grant_extra: dict[str, Any] = field(default_factory=dict)
@@ -131,7 +133,8 @@ class AuthService:
 
         def grant(keys: SessionKeys) -> AuthGrant:
             pkey = self.sessions.open_session(keys)
-            return AuthGrant(self.settings.heartbeat_s, pkey.epoch, pkey.key, dict(self.settings.grant_extra))
+            period = self.settings.heartbeat_period() if self.settings.heartbeat_period else self.settings.heartbeat_s
+            return AuthGrant(period, pkey.epoch, pkey.key, dict(self.settings.grant_extra))
 
         reply, session = answer_hello(self.identity, hello, "accepted", grant=grant, now=current)
         if session is None:  # refused (bad ephemeral key)

@@ -21,6 +21,7 @@ import zmq
 
 from runtime.config import option
 from runtime.events import EventPusher
+from runtime.master.heartbeats import effective_period
 from runtime.master.store.errors import StoreUnavailable
 from runtime.master.store.factory import MasterStores, open_master_stores
 from runtime.private_files import write_private
@@ -42,6 +43,8 @@ def run(opts: dict[str, Any], stop: threading.Event) -> None:
     stores = open_master_stores(opts)
     store, jobs = stores.sessions, stores.jobs
     period = max(0.2, option(opts, "heartbeat_period", float))
+    max_rate = option(opts, "heartbeat_max_rate", float)
+    told = period
     window_ms = 3 * period * 1000
     rotate_ms = int(option(opts, "publish_session", float) * 1000)
     keep_seconds = keep_jobs_seconds(opts)
@@ -53,6 +56,11 @@ def run(opts: dict[str, Any], stop: threading.Event) -> None:
         while not stop.wait(period):
             now = int(time.time() * 1000)
             try:
+                # three of the longest period a minion may have been told (longer for a big fleet:
+                # runtime.master.heartbeats); never shortened while the master runs, as minions keep
+                # the period of their session
+                told = max(told, effective_period(period, max_rate, store.session_count()))
+                window_ms = 3 * told * 1000
                 current = present_minions(store.last_seen(), now, window_ms)
                 if current != present:
                     new, lost = sorted(current - present), sorted(present - current)

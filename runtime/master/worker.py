@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import os
 import signal
 import threading
 from collections.abc import Mapping
@@ -154,7 +155,24 @@ def _clear(load: Mapping[str, Any]) -> bytes:
 
 
 def run(opts: dict[str, Any], identity: Identity, index: int, stop: threading.Event | None = None) -> None:
-    """MWorker process body: one request at a time from the ReqServer (workers.ipc) until SIGTERM."""
+    """MWorker process body: one request at a time from the ReqServer (workers.ipc) until SIGTERM.
+
+    With ``SALTPAN_PROFILE_DIR`` set in the master's environment (benchmarks, bench/README.md),
+    each worker runs under cProfile and writes ``worker-<index>-<pid>.prof`` there when it stops."""
+    profile_dir = os.environ.get("SALTPAN_PROFILE_DIR")
+    if profile_dir:
+        import cProfile
+
+        profiler = cProfile.Profile()
+        try:
+            profiler.runcall(_serve, opts, identity, index, stop)
+        finally:
+            profiler.dump_stats(os.path.join(profile_dir, f"worker-{index}-{os.getpid()}.prof"))
+        return
+    _serve(opts, identity, index, stop)
+
+
+def _serve(opts: dict[str, Any], identity: Identity, index: int, stop: threading.Event | None) -> None:
     stop = stop or threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())

@@ -4,6 +4,13 @@ Like Salt's minionswarm tool: every minion is a full ``Minion`` (its own key
 pair, session, heartbeat, subscription and jobs) but they share one event loop,
 one ZeroMQ context, one job thread pool and one set of core grains.  Keys live
 under ``<root_dir>/swarm/<id>/pki`` so a restarted swarm keeps its accepted keys.
+
+A minion holds about ``FDS_PER_MINION`` file descriptors (two TCP connections and
+their ZeroMQ mailboxes); when the process's hard limit on open files cannot hold
+``count`` of them, the swarm forks into as many processes as it needs, each
+running a contiguous slice of the ids (``PREFIX0000`` ... in order), and stops
+them all on SIGTERM/SIGINT.  More than one process also spreads the minions'
+work over the cores.
 """
 
 from __future__ import annotations
@@ -44,14 +51,27 @@ def swarm_opts(base: dict[str, Any], minion_id: str) -> dict[str, Any]:
     return opts
 
 
-def build_minions(opts: dict[str, Any], count: int, prefix: str, ctx: zmq.asyncio.Context,
+FDS_PER_MINION = 5
+FDS_PER_FAILOVER_MINION = 12   # with a master list: a monitor on the publish connection
+FDS_SPARE = 256
+
+
+def slices(count: int, hard_limit: int) -> list[range]:
+    """The minion indexes each swarm process runs: as few processes as the open-files limit allows."""
+    per_process = max(1, (hard_limit - FDS_SPARE) // FDS_PER_MINION)
+    processes = max(1, -(-count // per_process))
+    size = -(-count // processes)
+    return [range(start, min(count, start + size)) for start in range(0, count, size)]
+
+
+def build_minions(opts: dict[str, Any], indexes: range, prefix: str, ctx: zmq.asyncio.Context,
                   executor: concurrent.futures.Executor) -> list[Minion]:
     from runtime import grains as grains_mod
 
     core = grains_mod.core_grains()
     core.update(opts.get("grains") or {})
     minions = []
-    for index in range(count):
+    for index in indexes:
         minion_id = f"{prefix}{index:04d}"
         mopts = swarm_opts(opts, minion_id)
         identity, _ = load_or_create_identity(mopts["pki_dir"], "minion")
@@ -61,13 +81,16 @@ def build_minions(opts: dict[str, Any], count: int, prefix: str, ctx: zmq.asynci
     return minions
 
 
-async def run_swarm(opts: dict[str, Any], count: int, prefix: str, stop: asyncio.Event,
+async def run_swarm(opts: dict[str, Any], count: int | range, prefix: str, stop: asyncio.Event,
                     ready: asyncio.Event | None = None) -> None:
-    raise_fd_limit(count * 12 + 256)       # per minion: request and publish sockets, a monitor with failover
+    indexes = range(count) if isinstance(count, int) else count
+    count = len(indexes)
+    # a soft limit with room for failover minions too (their monitor socket pair): raising it costs nothing
+    raise_fd_limit(count * FDS_PER_FAILOVER_MINION + FDS_SPARE)
     ctx = zmq.asyncio.Context()
     ctx.set(zmq.MAX_SOCKETS, max(1024, count * 6 + 256))
     executor = concurrent.futures.ThreadPoolExecutor(max_workers=min(64, count + 4), thread_name_prefix="swarm")
-    minions = build_minions(opts, count, prefix, ctx, executor)
+    minions = build_minions(opts, indexes, prefix, ctx, executor)
     started = time.monotonic()
     tasks = []
     stagger = option(opts, "swarm_start_spread", float)
@@ -90,13 +113,56 @@ def run(opts: dict[str, Any], count: int, prefix: str = "swarm-") -> int:
     from runtime.log_setup import setup as setup_logging
 
     setup_logging(opts.get("log_level") or "warning", opts.get("log_file"))
+    parts = slices(count, resource.getrlimit(resource.RLIMIT_NOFILE)[1])
+    if len(parts) == 1:
+        _run_slice(opts, parts[0], prefix)
+        return 0
+    log.warning("swarm of %d minions: %d processes of up to %d (the open-files limit)", count, len(parts),
+                len(parts[0]))
+    children = []
+    for part in parts:
+        pid = os.fork()
+        if pid == 0:   # the child runs its slice and never returns into the parent's code
+            code = 1
+            try:
+                _run_slice(opts, part, prefix)
+                code = 0
+            finally:
+                os._exit(code)
+        children.append(pid)
+    return _wait_children(children)
 
+
+def _run_slice(opts: dict[str, Any], indexes: range, prefix: str) -> None:
     async def main() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
-        await run_swarm(opts, count, prefix, stop)
+        await run_swarm(opts, indexes, prefix, stop)
 
     asyncio.run(main())
-    return 0
+
+
+def _wait_children(children: list[int]) -> int:
+    """Parent of a multi-process swarm: pass SIGTERM/SIGINT on to the children, wait for them all."""
+    def forward(signum: int, _frame: object) -> None:
+        for pid in children:
+            try:
+                os.kill(pid, signum)
+            except ProcessLookupError:
+                pass
+
+    signal.signal(signal.SIGTERM, forward)
+    signal.signal(signal.SIGINT, forward)
+    failed = 0
+    for pid in children:
+        while True:
+            try:
+                _, status = os.waitpid(pid, 0)
+                break
+            except ChildProcessError:
+                status = 0
+                break
+        failed += os.waitstatus_to_exitcode(status) != 0
+    return 1 if failed else 0

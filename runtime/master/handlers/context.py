@@ -18,6 +18,7 @@ from runtime.events import EventPusher
 from runtime.master.auth import AuthService, AuthSettings
 from runtime.master.changes import ChangeLog
 from runtime.master.datacache import DataCache
+from runtime.master.heartbeats import PeriodForFleet
 from runtime.master.jobcache import JobCache
 from runtime.master.keys import KeyStore
 from runtime.master.sessions import SessionStore
@@ -61,8 +62,11 @@ class WorkerContext:
     def open(cls, opts: dict[str, Any], identity: Identity, ctx: zmq.Context, publish_address: str
              ) -> WorkerContext:
         stores = open_master_stores(opts)
+        heartbeat_s = option(opts, "heartbeat_period", float)
         auth = AuthService(identity, stores.keys, stores.sessions, AuthSettings(
-            auto_accept=option(opts, "auto_accept", bool), heartbeat_s=option(opts, "heartbeat_period", float)))
+            auto_accept=option(opts, "auto_accept", bool), heartbeat_s=heartbeat_s,
+            heartbeat_period=PeriodForFleet(heartbeat_s, option(opts, "heartbeat_max_rate", float),
+                                            stores.sessions.session_count)))
         publish_sock = transport.make_socket(ctx, zmq.PUSH)
         publish_sock.connect(publish_address)
         return cls(opts=opts, identity=identity, keys=stores.keys, sessions=stores.sessions, auth=auth,

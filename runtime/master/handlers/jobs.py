@@ -7,9 +7,13 @@ id, the ``salt/job/<jid>/new`` event, and the signed publication pushed to the P
 from __future__ import annotations
 
 import logging
+import time
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, ClassVar
+
+import zmq
 
 from compiler import match
 from runtime import jid as jid_mod
@@ -29,6 +33,9 @@ from runtime.master.store.errors import StoreUnavailable
 log = logging.getLogger("saltpan.master.worker")
 
 
+TOPICS_MAX = 100   # list targets up to this many minions go to their topics only; longer: one broadcast
+
+
 class JobHandlers:
     HANDLES: ClassVar[Mapping[type[protocol.Request[Any]], str]] = MappingProxyType({
         protocol.Publish: "publish",          # a local user proving it holds its client key
@@ -41,6 +48,7 @@ class JobHandlers:
 
     def __init__(self, ctx: WorkerContext) -> None:
         self.ctx = ctx
+        self._targeted = _TargetedCache()
 
     # -- local clients ----------------------------------------------------------------
     def _client_user(self, request: protocol.Publish | protocol.JobReturns) -> str:
@@ -98,12 +106,23 @@ class JobHandlers:
         raise Refused("busy", "could not allocate a job id")
 
     def send_publication(self, payload: dict[str, Any], only: list[str] | None) -> None:
-        """Seal and sign the job, push it to the Publisher (to ``only``'s topics, or to all)."""
+        """Seal and sign the job, push it to the Publisher (to ``only``'s topics, or to all).
+
+        ``only`` longer than ``TOPICS_MAX`` is broadcast once instead: one message per minion
+        through the Publisher's queue (1,000 deep) failed for a list of thousands, and a minion
+        outside the list runs nothing either way (list targets match its id; ``acl_minions``
+        is checked by the minion, docs/protocol.md)."""
         pkey, serial = self.ctx.sessions.next_publication()
         body = seal_publication(self.ctx.identity, pkey, serial, payload)
-        topics = [transport.minion_topic(m) for m in only] if only else [transport.BROADCAST]
-        for topic in topics:
-            self.ctx.publish_sock.send_multipart([topic, body])
+        if only and len(only) <= TOPICS_MAX:
+            topics = [transport.minion_topic(m) for m in only]
+        else:
+            topics = [transport.BROADCAST]
+        try:
+            for topic in topics:
+                self.ctx.publish_sock.send_multipart([topic, body])
+        except zmq.Again:
+            raise Refused("busy", "the master's publisher is not keeping up: try again") from None
 
     def share_publication(self, payload: dict[str, Any], only: list[str] | None) -> None:
         """For the other masters sharing the store, to send to their minions (``runtime.master.cluster``);
@@ -131,7 +150,7 @@ class JobHandlers:
     def job_return(self, minion_id: str, ret: protocol.JobReturn) -> protocol.Ok:
         ctx = self.ctx
         try:
-            record_return(ctx.jobs, ctx.events, self._greedy_target, minion_id, ret)
+            record_return(ctx.jobs, ctx.events, self._greedy_target, minion_id, ret, self._targeted)
         except StoreUnavailable as exc:
             if not ctx.spool.keep(minion_id, ret):
                 raise
@@ -160,14 +179,18 @@ def greedy_target(keys: KeyStore, data: DataCache, opts: dict[str, Any], job: di
 
 
 def record_return(jobs: JobCache, events: EventPusher, greedy: Callable[[dict[str, Any], str], bool],
-                  minion_id: str, ret: protocol.JobReturn) -> None:
+                  minion_id: str, ret: protocol.JobReturn, targeted: _TargetedCache | None = None) -> None:
     """Store a minion's return and fire ``salt/job/<jid>/ret/<id>``: only for a job sent to that
     minion (or one its own data made it match), and only the first return (``Refused`` else)."""
     jid = ret.jid
-    job = jobs.job(jid)
-    if job is None:
-        raise Refused("unknown_job", "no such job")
-    if minion_id not in job["minions"] and not greedy(job, minion_id):
+    cached = targeted.get(jid) if targeted is not None else None
+    if cached is None:
+        found = jobs.job(jid)
+        if found is None:
+            raise Refused("unknown_job", "no such job")
+        cached = targeted.put(jid, found) if targeted is not None else (found, frozenset(found["minions"]))
+    job, minions = cached
+    if minion_id not in minions and not greedy(job, minion_id):
         raise Refused("not_targeted", f"job {jid} was not sent to {minion_id}")
     fun = ret.fun if ret.fun is not None else job["fun"]
     if not jobs.add_return(jid, minion_id, fun, ret.ret, ret.success, ret.retcode):
@@ -195,3 +218,36 @@ def drain_spool(spool: ReturnSpool, jobs: JobCache, events: EventPusher,
         handled.append(entry)
     spool.done(handled)
     return stored, refused
+
+
+class _TargetedCache:
+    """Per worker: the last jobs returns arrived for, with their expected minions as a set.
+
+    A job to 10,000 minions brings 10,000 returns; reading its row (and decoding its list of
+    10,000 minion ids) for each return made the returns of one job cost O(n²).  A job's row never
+    changes once published, so it is read once per worker; entries expire after ``TTL`` seconds
+    (a job pruned from the cache meanwhile is not kept alive by this one) and at most ``SIZE`` are kept.
+    """
+
+    SIZE = 64
+    TTL = 120.0
+
+    def __init__(self) -> None:
+        self._jobs: OrderedDict[str, tuple[float, dict[str, Any], frozenset[str]]] = OrderedDict()
+
+    def get(self, jid: str) -> tuple[dict[str, Any], frozenset[str]] | None:
+        hit = self._jobs.get(jid)
+        if hit is None:
+            return None
+        if time.monotonic() - hit[0] > self.TTL:
+            del self._jobs[jid]
+            return None
+        self._jobs.move_to_end(jid)
+        return hit[1], hit[2]
+
+    def put(self, jid: str, job: dict[str, Any]) -> tuple[dict[str, Any], frozenset[str]]:
+        targeted = frozenset(job["minions"])
+        self._jobs[jid] = (time.monotonic(), job, targeted)
+        while len(self._jobs) > self.SIZE:
+            self._jobs.popitem(last=False)
+        return job, targeted

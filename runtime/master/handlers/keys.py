@@ -9,7 +9,6 @@ from types import MappingProxyType
 from typing import Any, ClassVar
 
 from runtime import protocol
-from runtime.config import option
 from runtime.master.handlers.context import Refused, WorkerContext
 
 log = logging.getLogger("saltpan.master.worker")
@@ -54,8 +53,13 @@ class KeyHandlers:
                 pkey = sessions.publish_key_for(held[-1])
                 epoch, publish_key = pkey.epoch, pkey.key
         return protocol.HeartbeatReply(now=int(time.time() * 1000),
-                                       heartbeat=option(self.ctx.opts, "heartbeat_period", float), epoch=epoch,
+                                       heartbeat=self._period(), epoch=epoch,
                                        publish_key=publish_key)
+
+    def _period(self) -> float:
+        """The heartbeat period the master asks of its fleet now (runtime.master.heartbeats)."""
+        settings = self.ctx.auth.settings
+        return settings.heartbeat_period() if settings.heartbeat_period else settings.heartbeat_s
 
     def publish_key(self, minion_id: str, request: protocol.PublishKeyRequest) -> protocol.PublishKeyReply:
         held = self.ctx.sessions.minion_sessions(minion_id)

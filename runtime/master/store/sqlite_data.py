@@ -17,7 +17,7 @@ class SQLiteDataCache(BankCache):
     def __init__(self, cachedir: str, *, still_known: Callable[[str], bool] | None = None,
                  max_size: int | None = None):
         super().__init__(still_known=still_known, max_size=max_size)
-        self.path, self._db = open_cache_db(cachedir, DB_NAME, MIGRATIONS)
+        self.path, self._db = open_cache_db(cachedir, DB_NAME, MIGRATIONS, synchronous_normal=True)
 
     def close(self) -> None:
         self._db.close()
