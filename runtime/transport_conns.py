@@ -29,15 +29,10 @@ connection count and idle rules apply.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import logging
-import socket
-import struct
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 import zmq
 
@@ -45,59 +40,12 @@ from runtime.transport_fair import FlowKey
 
 log = logging.getLogger("saltpan.transport")
 
-# struct tcp_info (linux/tcp.h): tcpi_bytes_acked and tcpi_bytes_received (u64) since Linux 4.1
-_TCP_INFO_SIZE = 232
-_BYTES_ACKED_AT = 120
-_BYTES_RECEIVED_AT = 128
-_SOL_TCP = 6
-_TCP_INFO = 11
 GREETING_SLACK = 1024        # ZMTP greeting, handshake and metadata, heartbeat commands: never a message
 
 
 def frame_wire_size(length: int) -> int:
     """Bytes a ZMTP 3 frame of ``length`` bytes takes on the wire (flags, size, body)."""
     return length + (2 if length < 256 else 9)
-
-
-class _Sockets:
-    """getsockopt/getpeername/shutdown on a descriptor libzmq owns, without duplicating it."""
-
-    def __init__(self) -> None:
-        path = ctypes.util.find_library("c")
-        try:
-            self.libc: Any = ctypes.CDLL(path, use_errno=True) if path else None
-        except OSError:
-            self.libc = None
-        self._info = ctypes.create_string_buffer(_TCP_INFO_SIZE)
-        self._len = ctypes.c_uint32(0)
-        self._addr = ctypes.create_string_buffer(128)
-
-    def counters(self, fd: int) -> tuple[int, int] | None:
-        """(bytes the peer acknowledged, bytes received) of TCP socket ``fd``."""
-        if self.libc is None:
-            return None
-        self._len.value = _TCP_INFO_SIZE
-        if self.libc.getsockopt(fd, _SOL_TCP, _TCP_INFO, self._info, ctypes.byref(self._len)) != 0:
-            return None
-        if self._len.value < _BYTES_RECEIVED_AT + 8:
-            return None
-        acked, received = struct.unpack_from("=QQ", self._info.raw, _BYTES_ACKED_AT)
-        return acked, received
-
-    def peer(self, fd: int) -> tuple[str, int] | None:
-        """(address, port) of the peer of IPv4 socket ``fd``."""
-        if self.libc is None:
-            return None
-        self._len.value = 128
-        if self.libc.getpeername(fd, self._addr, ctypes.byref(self._len)) != 0:
-            return None
-        raw = self._addr.raw[:self._len.value]
-        if len(raw) < 8 or struct.unpack_from("=H", raw, 0)[0] != socket.AF_INET:
-            return None
-        return socket.inet_ntoa(raw[4:8]), struct.unpack_from("!H", raw, 2)[0]
-
-    def shutdown(self, fd: int) -> bool:
-        return self.libc is not None and self.libc.shutdown(fd, socket.SHUT_RDWR) == 0
 
 
 @dataclass(frozen=True)
@@ -163,7 +111,9 @@ class ConnectionTable:
     REREAD_S = 0.05          # a held flow's counters are read again at most this often
 
     def __post_init__(self) -> None:
-        self.os = _Sockets()
+        from runtime.tcp_descriptors import Descriptors  # ctypes and socket: the server side only
+
+        self.os = Descriptors()
         self.monitor = self.sock.get_monitor_socket(zmq.EVENT_ACCEPTED | zmq.EVENT_DISCONNECTED | zmq.EVENT_CLOSED)
         self._serial = 0
         self._next_sweep = 0.0

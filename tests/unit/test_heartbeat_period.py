@@ -8,8 +8,8 @@ from runtime.crypt.handshake import finish_auth, start_auth
 from runtime.crypt.identity import Identity
 from runtime.master.auth import AuthService, AuthSettings
 from runtime.master.heartbeats import PeriodForFleet, effective_period
-from runtime.master.keys import FileKeyStore
-from runtime.master.sessions import SQLiteSessionStore
+from runtime.master.store.file_keys import FileKeyStore
+from runtime.master.store.sqlite_sessions import SQLiteSessionStore
 
 
 def test_period_is_the_configured_one_for_a_small_fleet() -> None:
