@@ -63,6 +63,10 @@ MAX_PENDING_RETURNS = 1000
 R = TypeVar("R", bound=protocol.Reply)
 
 
+# sealed refusals of a return that no resend can change: the master stored one already (the reply to
+# the first try was lost), the job is unknown or was not sent to this minion (docs/protocol.md)
+FINAL_RETURN_REFUSALS = frozenset({"duplicate", "unknown_job", "not_targeted"})
+
 class LocalEvent:
     def __init__(self, tag: str, data: dict[str, Any], done: threading.Event | None = None):
         self.tag = tag
@@ -360,7 +364,15 @@ class Minion:
                 protocol.MinionEvent(tag=f"salt/minion/{self.id}/start",
                                      data={"data": f"Minion {self.id} started"}))))
         while self.pending_returns:
-            await session.request(self.pending_returns[0])
+            load = self.pending_returns[0]
+            try:
+                await session.request(load)
+            except RemoteRefusal as exc:
+                if exc.reason not in FINAL_RETURN_REFUSALS:
+                    raise
+                # the master has it already (its reply was lost as it died) or will never take it:
+                # resending it at every new session would fail each one
+                log.warning("%sundelivered return for %s dropped: %s", self.prefix, load.jid, exc)
             self.pending_returns.popleft()
 
     def pillar_request(self, clean_cache: bool = False) -> protocol.PillarRequest:

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from runtime import protocol
+from runtime.crypt.errors import RemoteRefusal
 from runtime.crypt.identity import Identity
 from runtime.minion.daemon import Minion
 from runtime.transport_async import RequestClosed
@@ -72,4 +73,40 @@ def test_a_return_goes_through_the_master_the_minion_moved_to(minion: Minion) ->
 
 def test_no_session_keeps_the_return(minion: Minion) -> None:
     asyncio.run(minion.send_return(ret()))
+    assert len(minion.pending_returns) == 1
+
+
+class RefusingSession(RecordingSession):
+    """Delivers everything but the returns of ``refuse`` (jid -> the master's refusal reason)."""
+
+    def __init__(self, refuse: dict[str, str]) -> None:
+        super().__init__()
+        self.refuse = refuse
+
+    async def request(self, message: Any, timeout: float | None = None, tries: int | None = None) -> Any:
+        if isinstance(message, protocol.JobReturn) and message.jid in self.refuse:
+            raise RemoteRefusal(f"refused {message.jid}", self.refuse[message.jid])
+        return await super().request(message, timeout, tries)
+
+
+def _registered_again(minion: Minion, session: RecordingSession) -> None:
+    minion.started, minion.pillar = True, {"role": "web"}   # a rebuilt session: grains only, then returns
+    asyncio.run(minion.on_registered(session))  # type: ignore[arg-type]
+
+
+def test_a_kept_return_the_master_already_has_is_dropped_not_resent_forever(minion: Minion) -> None:
+    """The master stored the return but its reply was lost as it died: the next session's resend
+    is refused ``duplicate``; the return is dropped and the session goes on (it used to fail every
+    new session, and the minion never answered again)."""
+    minion.pending_returns.extend([ret("20990101000000000001"), ret("20990101000000000002")])
+    session = RefusingSession({"20990101000000000001": "duplicate"})
+    _registered_again(minion, session)
+    assert [getattr(m, "jid", None) for m in session.delivered][-1] == "20990101000000000002"
+    assert not minion.pending_returns
+
+
+def test_a_kept_return_refused_for_now_stays_kept(minion: Minion) -> None:
+    minion.pending_returns.append(ret())
+    with pytest.raises(RemoteRefusal):
+        _registered_again(minion, RefusingSession({"20990101000000000001": "busy"}))
     assert len(minion.pending_returns) == 1
