@@ -342,6 +342,14 @@ OPTIONS: dict[str, Option] = {
     "master": Option("127.0.0.1", "str_or_list", "minion", "Master address.",
                      salt="loopback until set (Salt's default: the host named salt)"),
     "master_port": Option(4506, "int", "minion", "Master request server port."),
+    "source_address": Option("", "str", "minion",
+                             "The local IPv4 address the minion's connections to its master leave from "
+                             "(empty: the one the routing table picks). The master sees it as the minion's peer "
+                             "address, which its per-peer limits count by (docs/protocol.md)."),
+    "source_ret_port": Option(0, "int", "minion", "Local port of the connection to the master's request server "
+                              "(0: any free port)."),
+    "source_publish_port": Option(0, "int", "minion", "Local port of the connection to the master's publisher "
+                                  "(0: any free port)."),
     "master_type": Option("str", "str", "minion",
                           "`str`: one master (with a list in `master`, the first address only: saltpan has no hot "
                           "multi-master). `failover`: `master` is a list tried in order; the minion holds one "

@@ -107,6 +107,18 @@ def tcp_address(host: str, port: int) -> str:
     return f"tcp://{host}:{port}"
 
 
+def tcp_address_from(source: str, source_port: int, host: str, port: int) -> str:
+    """ZeroMQ's ``tcp://source:sport;host:port``: connect to host:port from a local address
+    (``source`` empty: :func:`tcp_address`, the kernel picks)."""
+    target = tcp_address(host, port)
+    if not source:
+        return target
+    parts = source.split(".")
+    if len(parts) != 4 or not all(p.isdigit() and len(p) <= 3 and int(p) <= 255 for p in parts):
+        raise AddressError(f"source address must be an IPv4 address, got {source!r}")
+    return f"{tcp_address(source, source_port)};{target[len('tcp://'):]}"
+
+
 def ipc_path(sock_dir: str, name: str) -> str:
     """Path of ipc socket ``name`` in ``sock_dir`` (made 0700); refuses names with separators."""
     if not name or "/" in name or "\0" in name or name in (".", ".."):

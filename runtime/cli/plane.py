@@ -488,7 +488,7 @@ def swarm(args: argparse.Namespace) -> int:
     lean_minion_imports()
     from runtime.minion import swarm as swarm_mod
 
-    return swarm_mod.run(opts, int(args.count), args.prefix)
+    return swarm_mod.run(opts, int(args.count), args.prefix, one_source=args.one_source)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -526,6 +526,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="number of minions (at least 1)")
     p.add_argument("--prefix", default="swarm-",
                    help="minion id prefix: ids are PREFIX0000, PREFIX0001, ... (default swarm-)")
+    p.add_argument("--one-source", dest="one_source", action="store_true",
+                   help="connect every minion from the same address, as one host (default, with a master on "
+                        "loopback: each minion from its own address, 127.64.0.1, 127.64.0.2, ...)")
     p.set_defaults(func=swarm)
 
     p = sub.add_parser("key", help="manage minion keys (as salt-key)",

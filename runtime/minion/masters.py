@@ -37,14 +37,17 @@ class Master:
     host: str
     ret_port: int
     publish_port: int
+    source: str = ""            # Salt's source_address, source_ret_port, source_publish_port
+    source_ret_port: int = 0
+    source_publish_port: int = 0
 
     @property
     def ret_address(self) -> str:
-        return transport.tcp_address(self.host, self.ret_port)
+        return transport.tcp_address_from(self.source, self.source_ret_port, self.host, self.ret_port)
 
     @property
     def pub_address(self) -> str:
-        return transport.tcp_address(self.host, self.publish_port)
+        return transport.tcp_address_from(self.source, self.source_publish_port, self.host, self.publish_port)
 
     def __str__(self) -> str:
         return f"{self.host}:{self.ret_port}"
@@ -61,11 +64,19 @@ def parse_master(entry: object, opts: Mapping[str, Any]) -> Master:
         if not port_text.isdigit() or not 0 < int(port_text) < 65536:
             raise ConfigError(f"{where}: option 'master': {entry!r} has no valid port after ':'")
         port = int(port_text)
-    master = Master(host, port, option(opts, "publish_port", int))
+    source = option(opts, "source_address", str)
     try:
-        master.ret_address  # noqa: B018 - validates the host
+        transport.tcp_address(host, port)
     except transport.AddressError as exc:
         raise ConfigError(f"{where}: option 'master': {exc}") from None
+    master = Master(host, port, option(opts, "publish_port", int), source, option(opts, "source_ret_port", int),
+                    option(opts, "source_publish_port", int))
+    try:
+        master.ret_address  # noqa: B018 - validates the source address and ports
+        master.pub_address  # noqa: B018
+    except transport.AddressError as exc:
+        raise ConfigError(f"{where}: option 'source_address' / 'source_ret_port' / 'source_publish_port': "
+                          f"{exc}") from None
     return master
 
 

@@ -11,6 +11,12 @@ their ZeroMQ mailboxes); when the process's hard limit on open files cannot hold
 running a contiguous slice of the ids (``PREFIX0000`` ... in order), and stops
 them all on SIGTERM/SIGINT.  More than one process also spreads the minions'
 work over the cores.
+
+A real fleet reaches its master from as many addresses as it has hosts, and the master's per-peer
+limits (clear_rate_per_peer, the fair queue's lanes, connection counts) count by address.  So when
+the master is on loopback and the config sets no ``source_address``, minion number ``i`` connects
+from its own loopback address, ``127.64.0.0 + i + 1`` (all of 127.0.0.0/8 is the loopback
+interface on Linux); ``--one-source`` keeps them all on the kernel's choice, as one host.
 """
 
 from __future__ import annotations
@@ -43,11 +49,34 @@ def raise_fd_limit(wanted: int) -> int:
     return target
 
 
-def swarm_opts(base: dict[str, Any], minion_id: str) -> dict[str, Any]:
+SOURCE_BASE = (127 << 24) | (64 << 16)     # 127.64.0.0: far from the masters' 127.0.0.x
+SOURCE_MAX = (1 << 22) - 2                 # up to 127.127.255.254
+
+
+def loopback_source(index: int) -> str:
+    """The loopback address swarm minion ``index`` connects from."""
+    if not 0 <= index < SOURCE_MAX:
+        raise ValueError(f"no loopback source address for minion {index}")
+    value = SOURCE_BASE + index + 1
+    return ".".join(str((value >> shift) & 255) for shift in (24, 16, 8, 0))
+
+
+def distinct_sources(base: dict[str, Any]) -> bool:
+    """Whether each minion gets its own source address: the master(s) on loopback and no
+    ``source_address`` set."""
+    if base.get("source_address"):
+        return False
+    masters = base.get("master") or "127.0.0.1"
+    return all(isinstance(m, str) and m.startswith("127.") for m in (masters if isinstance(masters, list) else [masters]))
+
+
+def swarm_opts(base: dict[str, Any], minion_id: str, source: str = "") -> dict[str, Any]:
     opts = copy.deepcopy(base)
     root = os.path.join(base.get("root_dir") or "/tmp", "swarm", minion_id)
     opts.update(id=minion_id, pki_dir=os.path.join(root, "pki"), cachedir=os.path.join(root, "cache"),
                 sock_dir=os.path.join(root, "sock"), log_file=None, pidfile=None)
+    if source:
+        opts["source_address"] = source
     return opts
 
 
@@ -65,15 +94,16 @@ def slices(count: int, hard_limit: int) -> list[range]:
 
 
 def build_minions(opts: dict[str, Any], indexes: range, prefix: str, ctx: zmq.asyncio.Context,
-                  executor: concurrent.futures.Executor) -> list[Minion]:
+                  executor: concurrent.futures.Executor, one_source: bool = False) -> list[Minion]:
     from runtime import grains as grains_mod
 
     core = grains_mod.core_grains()
     core.update(opts.get("grains") or {})
     minions = []
+    spread = not one_source and distinct_sources(opts)
     for index in indexes:
         minion_id = f"{prefix}{index:04d}"
-        mopts = swarm_opts(opts, minion_id)
+        mopts = swarm_opts(opts, minion_id, loopback_source(index) if spread else "")
         identity, _ = load_or_create_identity(mopts["pki_dir"], "minion")
         grains = dict(core)
         grains["id"] = minion_id
@@ -82,7 +112,7 @@ def build_minions(opts: dict[str, Any], indexes: range, prefix: str, ctx: zmq.as
 
 
 async def run_swarm(opts: dict[str, Any], count: int | range, prefix: str, stop: asyncio.Event,
-                    ready: asyncio.Event | None = None) -> None:
+                    ready: asyncio.Event | None = None, one_source: bool = False) -> None:
     indexes = range(count) if isinstance(count, int) else count
     count = len(indexes)
     # a soft limit with room for failover minions too (their monitor socket pair): raising it costs nothing
@@ -90,7 +120,7 @@ async def run_swarm(opts: dict[str, Any], count: int | range, prefix: str, stop:
     ctx = zmq.asyncio.Context()
     ctx.set(zmq.MAX_SOCKETS, max(1024, count * 6 + 256))
     executor = concurrent.futures.ThreadPoolExecutor(max_workers=min(64, count + 4), thread_name_prefix="swarm")
-    minions = build_minions(opts, indexes, prefix, ctx, executor)
+    minions = build_minions(opts, indexes, prefix, ctx, executor, one_source)
     started = time.monotonic()
     tasks = []
     stagger = option(opts, "swarm_start_spread", float)
@@ -109,13 +139,13 @@ async def run_swarm(opts: dict[str, Any], count: int | range, prefix: str, stop:
         ctx.destroy(linger=0)
 
 
-def run(opts: dict[str, Any], count: int, prefix: str = "swarm-") -> int:
+def run(opts: dict[str, Any], count: int, prefix: str = "swarm-", one_source: bool = False) -> int:
     from runtime.log_setup import setup as setup_logging
 
     setup_logging(opts.get("log_level") or "warning", opts.get("log_file"))
     parts = slices(count, resource.getrlimit(resource.RLIMIT_NOFILE)[1])
     if len(parts) == 1:
-        _run_slice(opts, parts[0], prefix)
+        _run_slice(opts, parts[0], prefix, one_source)
         return 0
     log.warning("swarm of %d minions: %d processes of up to %d (the open-files limit)", count, len(parts),
                 len(parts[0]))
@@ -125,7 +155,7 @@ def run(opts: dict[str, Any], count: int, prefix: str = "swarm-") -> int:
         if pid == 0:   # the child runs its slice and never returns into the parent's code
             code = 1
             try:
-                _run_slice(opts, part, prefix)
+                _run_slice(opts, part, prefix, one_source)
                 code = 0
             finally:
                 os._exit(code)
@@ -133,13 +163,13 @@ def run(opts: dict[str, Any], count: int, prefix: str = "swarm-") -> int:
     return _wait_children(children)
 
 
-def _run_slice(opts: dict[str, Any], indexes: range, prefix: str) -> None:
+def _run_slice(opts: dict[str, Any], indexes: range, prefix: str, one_source: bool) -> None:
     async def main() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
-        await run_swarm(opts, indexes, prefix, stop)
+        await run_swarm(opts, indexes, prefix, stop, one_source=one_source)
 
     asyncio.run(main())
 

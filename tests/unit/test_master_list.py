@@ -69,3 +69,17 @@ def test_bad_master_settings_name_the_key(opts: dict, words: str) -> None:
     with pytest.raises(ConfigError) as err:
         MasterList.from_opts({"conf_file": "/etc/salt/minion", **opts})
     assert words in str(err.value) and "/etc/salt/minion" in str(err.value)
+
+
+def test_source_address_and_ports_go_into_both_connections() -> None:
+    """Salt's source_address / source_ret_port / source_publish_port: ZeroMQ's ``source;target`` form."""
+    master = MasterList.from_opts({"master": "10.0.0.1", "master_port": 4506, "publish_port": 4505,
+                                   "source_address": "10.0.0.9", "source_ret_port": 4700}).current
+    assert master.ret_address == "tcp://10.0.0.9:4700;10.0.0.1:4506"
+    assert master.pub_address == "tcp://10.0.0.9:0;10.0.0.1:4505"
+
+
+@pytest.mark.parametrize("source", ["eth0", "10.0.0", "10.0.0.256", "::1"])
+def test_a_bad_source_address_names_the_option(source: str) -> None:
+    with pytest.raises(ConfigError, match="option 'source_address'.*IPv4"):
+        MasterList.from_opts({"master": "10.0.0.1", "source_address": source, "conf_file": "/etc/minion"})
