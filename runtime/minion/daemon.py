@@ -36,6 +36,7 @@ from runtime.crypt.trust import MasterTrust
 from runtime.minion.jobs import JobRegistry, RunningJob
 from runtime.minion.masters import MasterList
 from runtime.minion.session import (
+    BUSY_REASONS,
     Backoff,
     FailBack,
     KeyNotAccepted,
@@ -390,13 +391,16 @@ class Minion:
         the master dropped); no reply within master_alive_interval: ``MasterUnreachable``."""
         alive = option(self.opts, "master_alive_interval", float) or 3 * session.heartbeat
         probe = probe or asyncio.Event()
+        answered = time.monotonic()
+        wait = session.heartbeat
         while True:
             if not probe.is_set():
                 try:
-                    await asyncio.wait_for(probe.wait(), session.heartbeat)
+                    await asyncio.wait_for(probe.wait(), wait)
                 except TimeoutError:
                     pass
             probe.clear()
+            wait = session.heartbeat
             assert self.receiver is not None   # made by run_session before this task starts
             try:
                 reply = await session.request(protocol.Heartbeat(epoch=self.receiver.epoch),
@@ -404,7 +408,17 @@ class Minion:
             except transport.RequestTimeout as exc:
                 raise MasterUnreachable(f"the master missed heartbeats for {alive:.1f} s ({exc})") from None
             except RemoteRefusal as exc:
-                raise SessionError(f"heartbeat refused: {exc}") from None
+                if exc.reason not in BUSY_REASONS:
+                    raise SessionError(f"heartbeat refused: {exc}") from None
+                # the master's queue is full for now: the session stands; one more try soon, and a
+                # master that stays busy for master_alive_interval counts as one that does not answer
+                # (the refusal is unauthenticated: a forged one can do no more than a lost reply)
+                if time.monotonic() - answered > alive:
+                    raise MasterUnreachable(f"the master refused heartbeats as busy for {alive:.1f} s") from None
+                self.refusals.warning("heartbeat:busy", "%sheartbeat refused (%s): trying again", self.prefix, exc.reason)
+                wait = min(session.heartbeat, max(0.2, alive / 4)) * (0.5 + random.random())
+                continue
+            answered = time.monotonic()
             if reply.publish_key is not None:
                 self.receiver.update_key(PublishKey(reply.epoch, reply.publish_key, 0))
 

@@ -1,0 +1,83 @@
+"""A heartbeat refused ``busy`` (the master's queue full for now) keeps the session: the minion
+tries again soon, and only a master that stays busy for master_alive_interval counts as gone.
+Ending the session at the first ``busy`` made a loaded master's minions all re-authenticate at
+once, which loaded it more (bench/restart.py with 1,000 minions: 720 sessions dropped so)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from runtime import protocol
+from runtime.crypt.errors import RemoteRefusal
+from runtime.crypt.identity import Identity
+from runtime.minion.daemon import Minion
+from runtime.minion.session import MasterUnreachable, SessionError
+
+
+class Receiver:
+    epoch = 1
+
+
+class HeartbeatSession:
+    """Answers heartbeats from a script: a RemoteRefusal reason, or a reply."""
+
+    heartbeat = 0.05
+
+    def __init__(self, script: list[str | None]) -> None:
+        self.script = script
+        self.sent = 0
+
+    async def request(self, message: Any, timeout: float | None = None, tries: int | None = None) -> Any:
+        assert isinstance(message, protocol.Heartbeat)
+        step = self.script[min(self.sent, len(self.script) - 1)]
+        self.sent += 1
+        if step is not None:
+            raise RemoteRefusal("master refused the request: request refused", step)
+        return protocol.HeartbeatReply(now=0, heartbeat=self.heartbeat, epoch=1, publish_key=None)
+
+
+def make_minion(tmp_path: Path, alive: float) -> Minion:
+    opts = {"id": "hb1", "pki_dir": str(tmp_path / "pki"), "cachedir": str(tmp_path / "cache"),
+            "refusal_log_interval": 60, "master_alive_interval": alive}
+    minion = Minion(opts, identity=Identity.generate(), grains={"id": "hb1"}, quiet=True)
+    minion.receiver = Receiver()  # type: ignore[assignment]
+    return minion
+
+
+def run_heartbeats(minion: Minion, session: HeartbeatSession, seconds: float) -> BaseException | None:
+    async def main() -> BaseException | None:
+        try:
+            await asyncio.wait_for(minion.heartbeat_loop(session), seconds)  # type: ignore[arg-type]
+        except TimeoutError:
+            return None
+        except Exception as exc:   # noqa: BLE001 - what ended the loop is the result
+            return exc
+        return None
+
+    return asyncio.run(main())
+
+
+def test_busy_heartbeats_keep_the_session_while_the_master_answers_again(tmp_path: Path) -> None:
+    minion = make_minion(tmp_path, alive=2.0)
+    session = HeartbeatSession(["busy", "busy", "rate_limited", None, "busy", None])
+    assert run_heartbeats(minion, session, 1.0) is None
+    assert session.sent >= 6
+
+
+def test_a_master_busy_for_master_alive_interval_counts_as_unreachable(tmp_path: Path) -> None:
+    minion = make_minion(tmp_path, alive=0.4)
+    ended = run_heartbeats(minion, HeartbeatSession(["busy"]), 5.0)
+    assert isinstance(ended, MasterUnreachable) and "busy" in str(ended)
+
+
+@pytest.mark.parametrize("reason", ["unknown_session", "replayed", "remote_error"])
+def test_other_refusals_end_the_session_at_once(tmp_path: Path, reason: str) -> None:
+    minion = make_minion(tmp_path, alive=2.0)
+    session = HeartbeatSession([reason])
+    ended = run_heartbeats(minion, session, 2.0)
+    assert isinstance(ended, SessionError) and "heartbeat refused" in str(ended)
+    assert session.sent == 1
