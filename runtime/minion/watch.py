@@ -28,7 +28,13 @@ import zmq
 import zmq.asyncio
 
 from runtime import transport
-from runtime.crypt.announce import ANNOUNCE_TOPIC, Announcement, AnnouncementRefused, open_announcement
+from runtime.crypt.announce import (
+    ANNOUNCE_TOPIC,
+    Announcement,
+    AnnouncementRefused,
+    open_announcement,
+    peek_announcement,
+)
 
 log = logging.getLogger("saltpan.minion.watch")
 
@@ -63,6 +69,9 @@ class MasterWatch:
         us (and this boot was not acted on yet), else None.  Refused ones are counted, never used."""
         if master_pub is None:       # never authenticated: no key to check it with
             return None
+        claimed = peek_announcement(body)
+        if claimed is not None and (claimed[1] <= self.last_answer_ms or claimed[0] in self.acted):
+            return None              # ignored whether genuine or not: no need to verify it
         try:
             announcement = open_announcement(master_pub, body, clock_offset_ms=clock_offset_ms)
         except AnnouncementRefused as exc:

@@ -13,6 +13,7 @@ from runtime.crypt.announce import (
     Announcement,
     AnnouncementRefused,
     open_announcement,
+    peek_announcement,
     seal_announcement,
 )
 from runtime.crypt.handshake import now_ms
@@ -101,6 +102,49 @@ def test_a_minion_acts_once_per_boot_and_never_on_an_older_run() -> None:
     finally:
         watch.close()
         ctx.destroy(linger=0)
+
+
+def test_copies_of_a_boot_acted_on_are_not_verified_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every announcement the publisher sends while minions reconnect reaches every minion: one
+    that names a boot the minion acted on already, or a start before its master last answered,
+    is ignored before its signature is checked (a forged one could do no more than a lost one)."""
+    import runtime.minion.watch as watch_mod
+
+    master = Identity.generate()
+    verified: list[bytes] = []
+    real_open = watch_mod.open_announcement
+
+    def counting_open(master_pub: bytes, data: bytes, **kwargs: int) -> Announcement:
+        verified.append(data)
+        return real_open(master_pub, data, **kwargs)
+
+    monkeypatch.setattr(watch_mod, "open_announcement", counting_open)
+    ctx = zmq.asyncio.Context()
+    watch = MasterWatch(ctx, "tcp://127.0.0.1:9", "m1")
+    try:
+        watch.answered(5_000)
+        first = seal_announcement(master, announcement(started=6_000, boot=b"n" * 16))
+        assert watch.restarted(first, master.public_raw, 0) is not None and len(verified) == 1
+        copies = [seal_announcement(master, announcement(started=6_000, boot=b"n" * 16)) for _ in range(5)]
+        assert all(watch.restarted(c, master.public_raw, 0) is None for c in copies) and len(verified) == 1
+        watch.answered(7_000)                      # re-authenticated with that boot at 7,000
+        older = seal_announcement(master, announcement(started=6_500, boot=b"x" * 16))
+        assert watch.restarted(older, master.public_raw, 0) is None and len(verified) == 1
+        # a forgery naming a new boot is still verified, and refused
+        forged = seal_announcement(Identity.generate(), announcement(started=9_000, boot=b"f" * 16))
+        assert watch.restarted(forged, master.public_raw, 0) is None and len(verified) == 2 and watch.refused == 1
+        assert watch.restarted(b"\xc1junk", master.public_raw, 0) is None and watch.refused == 2
+    finally:
+        watch.close()
+        ctx.destroy(linger=0)
+
+
+def test_peek_reads_the_claims_without_trusting_them() -> None:
+    sealed = seal_announcement(Identity.generate(), announcement(started=6_000, boot=b"p" * 16))
+    assert peek_announcement(sealed) == (b"p" * 16, 6_000)
+    assert peek_announcement(b"") is None
+    assert peek_announcement(codec.pack({"a": b"\x01", "sig": b""})) is None
+    assert peek_announcement(codec.pack({"a": codec.pack({"boot": "text", "started": 1})})) is None
 
 
 def test_announcer_paces_announcements_and_counts_the_fleet(tmp_path) -> None:
