@@ -177,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=int, default=20, help="minion processes (default 20)")
     parser.add_argument("--rounds", type=int, default=5, help="restarts of the saltpan master (default 5)")
     parser.add_argument("--swarm", type=int, default=1000, help="swarm minions (default 1000; 0 to skip)")
-    parser.add_argument("--swarm-rounds", type=int, default=2, help="restarts with the swarm (default 2)")
+    parser.add_argument("--swarm-rounds", type=int, default=3, help="restarts with the swarm (default 3)")
     parser.add_argument("--salt-rounds", type=int, default=2,
                         help="restarts of the Salt master (default 2; 0: quote bench-fleet's figure)")
     parser.add_argument("--ping-every", type=float, default=0.5, help="seconds between pings (default 0.5)")
