@@ -8,10 +8,10 @@ and the list of Salt's option names saltpan warns about when a config sets one i
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import sys
+
+from capture_common import capture_main
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "runtime", "data", "salt_defaults.json")
 
@@ -41,24 +41,8 @@ def capture() -> dict:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--check", action="store_true")
-    args = ap.parse_args()
-    try:
-        data = capture()
-    except ImportError:
-        print("run this with the python of a venv holding Salt 3008.3", file=sys.stderr)
-        return 2
-    text = json.dumps(data, indent=1, sort_keys=True) + "\n"
-    if args.check:
-        with open(OUT, encoding="utf-8") as fh:
-            same = fh.read() == text
-        print("up to date" if same else f"{OUT} differs from Salt {data['salt']}'s defaults")
-        return 0 if same else 1
-    with open(OUT, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    print(f"wrote {OUT}: {len(data['minion'])} minion and {len(data['master'])} master options")
-    return 0
+    return capture_main(__doc__, OUT, capture, lambda d: f"{len(d['minion'])} minion and {len(d['master'])} master options",
+                        "defaults")
 
 
 if __name__ == "__main__":

@@ -6,10 +6,10 @@ state_output / state_verbose / state_output_profile settings: tests/unit/fixture
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import sys
+
+from capture_common import capture_main
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "unit", "fixtures",
                    "highstate_output.json")
@@ -68,16 +68,7 @@ def capture() -> dict:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--check", action="store_true")
-    args = ap.parse_args()
-    text = json.dumps(capture(), indent=1, sort_keys=True) + "\n"
-    if args.check:
-        with open(OUT, encoding="utf-8") as fh:
-            return 0 if fh.read() == text else 1
-    with open(OUT, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    return 0
+    return capture_main(__doc__, OUT, capture, lambda d: f"{len(d['outputs'])} outputs", "highstate outputter")
 
 
 if __name__ == "__main__":
