@@ -158,12 +158,14 @@ def run(opts: dict[str, Any], identity: Identity, index: int, stop: threading.Ev
     """MWorker process body: one request at a time from the ReqServer (workers.ipc) until SIGTERM.
 
     With ``SALTPAN_PROFILE_DIR`` set in the master's environment (benchmarks, bench/README.md),
-    each worker runs under cProfile and writes ``worker-<index>-<pid>.prof`` there when it stops."""
+    each worker runs under cProfile and writes ``worker-<index>-<pid>.prof`` there when it stops
+    (timed by the process's CPU clock when ``SALTPAN_PROFILE_CPU`` is set too, else the wall clock)."""
     profile_dir = os.environ.get("SALTPAN_PROFILE_DIR")
     if profile_dir:
         import cProfile
+        import time
 
-        profiler = cProfile.Profile()
+        profiler = cProfile.Profile(time.process_time) if os.environ.get("SALTPAN_PROFILE_CPU") else cProfile.Profile()
         try:
             profiler.runcall(_serve, opts, identity, index, stop)
         finally:

@@ -7,73 +7,35 @@ from __future__ import annotations
 
 import os
 import socket
-import threading
 import time
 
 import pytest
 import zmq
 
 from runtime import codec
-from runtime.transport import (
-    RequestClient,
-    RequestProxy,
-    WorkerSocket,
-    bind,
-    ipc_address,
-    make_socket,
-    tcp_address,
-)
+from runtime.transport import RequestClient, WorkerRequest, WorkerSocket
 from runtime.transport_conns import ConnectionLimits
 from tests.security.clients import ZMTP_GREETING, ZMTP_READY
+from tests.transport.proxy_harness import ProxyHarness, harness_factory
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="optional: Linux TCP_INFO")
 
 
-class Server:
+class Server(ProxyHarness):
     def __init__(self, ctx: zmq.Context, sock_dir: str, limits: ConnectionLimits, reply_size: int = 0) -> None:
-        self.frontend = make_socket(ctx, zmq.ROUTER)
-        self.endpoint = bind(self.frontend, tcp_address("127.0.0.1", 0))
-        self.port = int(self.endpoint.rsplit(":", 1)[1])
-        self.backend = make_socket(ctx, zmq.ROUTER)
-        workers = ipc_address(sock_dir, "workers.ipc")
-        bind(self.backend, workers)
-        self.proxy = RequestProxy(self.frontend, self.backend, connections=limits)
-        self.stop = threading.Event()
-        self.threads = [threading.Thread(target=self.proxy.run, args=(self.stop,), daemon=True),
-                        threading.Thread(target=self._worker, args=(ctx, workers, reply_size), daemon=True)]
-        for thread in self.threads:
-            thread.start()
+        self.reply_size = reply_size
+        super().__init__(ctx, sock_dir, connections=limits)
 
-    def _worker(self, ctx: zmq.Context, address: str, reply_size: int) -> None:
-        sock = WorkerSocket(ctx, address)
-        while not self.stop.is_set():
-            request = sock.recv(50)
-            if request is not None:
-                sock.reply(request, b"r" * reply_size if reply_size else request.body)
-        sock.close()
+    def serve(self, sock: WorkerSocket, request: WorkerRequest) -> None:
+        sock.reply(request, b"r" * self.reply_size if self.reply_size else request.body)
 
     def count(self) -> int:
         return len(self.proxy.conns.by_fd)
 
-    def close(self) -> None:
-        self.stop.set()
-        for thread in self.threads:
-            thread.join(5)
-        self.frontend.close(linger=0)
-        self.backend.close(linger=0)
-
 
 @pytest.fixture
 def server(ctx, tmp_path):
-    made = []
-
-    def start(limits: ConnectionLimits, reply_size: int = 0) -> Server:
-        made.append(Server(ctx, str(tmp_path / f"s{len(made)}"), limits, reply_size))
-        return made[-1]
-
-    yield start
-    for s in made:
-        s.close()
+    yield from harness_factory(Server, ctx, tmp_path)
 
 
 def wait_until(check, timeout: float = 5.0) -> bool:

@@ -22,15 +22,9 @@ import zmq
 
 from runtime import codec
 from runtime.crypt.clientkey import client_key_path, load_or_create_client_key, make_proof
-from runtime.transport import (
-    RequestProxy,
-    WorkerSocket,
-    bind,
-    ipc_address,
-    make_socket,
-    tcp_address,
-)
+from runtime.transport import WorkerRequest, WorkerSocket, make_socket
 from runtime.transport_flows import ClientProofs, current_user, encode_meta, session_id
+from tests.transport.proxy_harness import ProxyHarness, harness_factory
 
 pytestmark = pytest.mark.slow   # `make test-slow` (CI runs it after `make test`)
 
@@ -54,64 +48,32 @@ def client_request(cmd: str, key: bytes | None, user: str) -> bytes:
     return codec.pack_envelope(codec.ENC_CLEAR, {"cmd": cmd, "body": body, "proof": proof})
 
 
-class Master:
+class Master(ProxyHarness):
     """A request proxy on a free port and ``workers`` worker threads.  A worker answers a sealed
     request after ``PILLAR_COST_S`` when its marker is ``pillar`` (at once otherwise), naming the
     session it served (``sessions``: session id -> minion id); anything else is echoed."""
 
     def __init__(self, ctx: zmq.Context, sock_dir: str, workers: int, sessions: dict[bytes, str],
                  proofs: ClientProofs | None = None) -> None:
-        self.frontend = make_socket(ctx, zmq.ROUTER)
-        self.endpoint = bind(self.frontend, tcp_address("127.0.0.1", 0))
-        self.backend = make_socket(ctx, zmq.ROUTER)
-        address = ipc_address(sock_dir, "workers.ipc")
-        bind(self.backend, address)
-        self.proxy = RequestProxy(self.frontend, self.backend, proofs=proofs)
         self.sessions = sessions
         self.served: dict[str, int] = {}
-        self.stop = threading.Event()
-        self.threads = [threading.Thread(target=self.proxy.run, args=(self.stop, 20), daemon=True)]
-        self.threads += [threading.Thread(target=self._worker, args=(ctx, address), daemon=True)
-                         for _ in range(workers)]
-        for thread in self.threads:
-            thread.start()
+        super().__init__(ctx, sock_dir, workers, proxy_args=(20,), proofs=proofs)
 
-    def _worker(self, ctx: zmq.Context, address: str) -> None:
-        sock = WorkerSocket(ctx, address)
-        while not self.stop.is_set():
-            request = sock.recv(50)
-            if request is None:
-                continue
-            sid = session_id(request.body)
-            if sid is None:
-                sock.reply(request, request.body)
-                continue
-            minion = self.sessions[sid]
-            self.served[minion] = self.served.get(minion, 0) + 1
-            if codec.unpack(request.body)["load"]["ct"] == b"pillar":
-                time.sleep(PILLAR_COST_S)
-            sock.reply(request, b"ok", encode_meta(sid, minion))
-        sock.close()
-
-    def close(self) -> None:
-        self.stop.set()
-        for thread in self.threads:
-            thread.join(5)
-        self.frontend.close(linger=0)
-        self.backend.close(linger=0)
+    def serve(self, sock: WorkerSocket, request: WorkerRequest) -> None:
+        sid = session_id(request.body)
+        if sid is None:
+            sock.reply(request, request.body)
+            return
+        minion = self.sessions[sid]
+        self.served[minion] = self.served.get(minion, 0) + 1
+        if codec.unpack(request.body)["load"]["ct"] == b"pillar":
+            time.sleep(PILLAR_COST_S)
+        sock.reply(request, b"ok", encode_meta(sid, minion))
 
 
 @pytest.fixture
 def master(ctx, tmp_path):
-    made: list[Master] = []
-
-    def start(workers: int, sessions: dict[bytes, str], proofs: ClientProofs | None = None) -> Master:
-        made.append(Master(ctx, str(tmp_path / f"m{len(made)}"), workers, sessions, proofs))
-        return made[-1]
-
-    yield start
-    for m in made:
-        m.close()
+    yield from harness_factory(Master, ctx, tmp_path)
 
 
 def ask(sock: zmq.Socket, body: bytes, timeout: float = 5.0) -> tuple[bytes | None, float]:
