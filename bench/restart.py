@@ -220,7 +220,8 @@ def main(argv: list[str] | None = None) -> int:
         "",
         "Master SIGKILL, then the same master started again; seconds from the restart command until one "
         "`test.ping` to `*` got every minion's answer (pings launched every "
-        f"{args.ping_every:g} s, 2 s timeout each), and until the new master's ports accepted connections "
+        f"{args.ping_every:g} s, {PINGS[0]} s timeout each, at most {PINGS[1]} at once; for the swarm one at a time with a "
+        f"{SWARM_PINGS[0]} s timeout), and until the new master's ports accepted connections "
         "(its own start-up), and (saltpan, from the master's info log) until the last minion's hello was "
         "accepted. Default settings on both systems.",
         "",
