@@ -116,7 +116,7 @@ def tcp_address_from(source: str, source_port: int, host: str, port: int) -> str
     parts = source.split(".")
     if len(parts) != 4 or not all(p.isdigit() and len(p) <= 3 and int(p) <= 255 for p in parts):
         raise AddressError(f"source address must be an IPv4 address, got {source!r}")
-    return f"{tcp_address(source, source_port)};{target[len('tcp://'):]}"
+    return f"{tcp_address(source, source_port)};{host}:{port}"
 
 
 def ipc_path(sock_dir: str, name: str) -> str:

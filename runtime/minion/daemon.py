@@ -68,6 +68,7 @@ R = TypeVar("R", bound=protocol.Reply)
 # the first try was lost), the job is unknown or was not sent to this minion (docs/protocol.md)
 FINAL_RETURN_REFUSALS = frozenset({"duplicate", "unknown_job", "not_targeted"})
 
+
 class LocalEvent:
     def __init__(self, tag: str, data: dict[str, Any], done: threading.Event | None = None):
         self.tag = tag
