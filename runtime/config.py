@@ -385,7 +385,11 @@ OPTIONS: dict[str, Option] = {
                                     "moves to the next master.", unit="s"),
     "multiprocessing": Option(False, "bool", "minion", "Run each job in a process instead of a thread.",
                               salt="false (Salt: true): jobs run in threads unless asked"),
-    "return_retry_timer": Option(5, "int", "minion", "Seconds between retries of a return.", unit="s"),
+    "return_retry_timer": Option(5, "num", "minion",
+                                 "Shortest wait before a return the master refused as busy is sent again.", unit="s"),
+    "return_retry_timer_max": Option(10, "num", "minion",
+                                     "Longest wait before a return the master refused as busy is sent again "
+                                     "(each wait is random between the two).", unit="s"),
     "swarm_start_spread": Option(0.0, "num", "minion",
                                  "`saltpan minion --swarm`: seconds over which the simulated minions start.",
                                  unit="s", salt=SALTPAN_ONLY),

@@ -552,11 +552,28 @@ class Minion:
                 log.debug("%sreturned job %s (retcode %s)", self.prefix, load.jid, load.retcode)
                 return
             except RemoteRefusal as exc:
-                log.warning("%sreturn for %s refused: %s", self.prefix, load.jid, exc)
-                return
+                if exc.reason in FINAL_RETURN_REFUSALS:
+                    log.warning("%sreturn for %s refused: %s", self.prefix, load.jid, exc)
+                    return
+                if exc.reason in BUSY_REASONS:
+                    # the master's queue is full for now: send it again through this session after
+                    # return_retry_timer..return_retry_timer_max; a master that stays busy loses the
+                    # session to the heartbeat, and the return goes to the next one
+                    self.refusals.warning("return:busy", "%sreturn for %s refused (%s): sending it again",
+                                          self.prefix, load.jid, exc.reason)
+                    await asyncio.sleep(self.return_retry_wait())
+                    last = None if self.session is session else session
+                    continue
+                log.warning("%sreturn for %s refused (%s); will resend through the next session",
+                            self.prefix, load.jid, exc)
             except (transport.RequestTimeout, SessionError) as exc:
                 log.warning("%sreturn for %s not delivered yet (%s); will resend", self.prefix, load.jid, exc)
         self.pending_returns.append(load)
+
+    def return_retry_wait(self) -> float:
+        low = max(0.0, option(self.opts, "return_retry_timer", float))
+        high = max(low, option(self.opts, "return_retry_timer_max", float))
+        return random.uniform(low, high)
 
     def execute(self, job: dict[str, Any]) -> tuple[Any, int, bool]:
         from runtime import modules

@@ -110,3 +110,73 @@ def test_a_kept_return_refused_for_now_stays_kept(minion: Minion) -> None:
     with pytest.raises(RemoteRefusal):
         _registered_again(minion, RefusingSession({"20990101000000000001": "busy"}))
     assert len(minion.pending_returns) == 1
+
+
+class BusyThenTaking(RecordingSession):
+    """Refuses the first ``busy`` tries of every return as the master's full queue does, then takes it."""
+
+    def __init__(self, busy: int, reason: str = "busy") -> None:
+        super().__init__()
+        self.busy, self.reason, self.tries = busy, reason, 0
+
+    async def request(self, message: Any, timeout: float | None = None, tries: int | None = None) -> Any:
+        self.tries += 1
+        if self.tries <= self.busy:
+            raise RemoteRefusal("the master is busy", self.reason)
+        return await super().request(message, timeout, tries)
+
+
+@pytest.mark.parametrize("reason", ["busy", "rate_limited"])
+def test_a_return_refused_busy_is_sent_again_through_the_same_session(minion: Minion, reason: str) -> None:
+    """It used to be dropped: under overload the job cache never got it."""
+    minion.opts.update(return_retry_timer=0.01, return_retry_timer_max=0.02)
+    session = BusyThenTaking(3, reason)
+    minion.session = session  # type: ignore[assignment]
+    asyncio.run(minion.send_return(ret()))
+    assert [r.jid for r in session.delivered] == ["20990101000000000001"]
+    assert session.tries == 4
+    assert not minion.pending_returns
+
+
+def test_a_return_refused_busy_until_the_session_ends_is_kept_for_the_next(minion: Minion) -> None:
+    minion.opts.update(return_retry_timer=0.01, return_retry_timer_max=0.01)
+
+    async def main() -> None:
+        session = BusyThenTaking(10**6)
+        minion.session = session  # type: ignore[assignment]
+        sending = asyncio.create_task(minion.send_return(ret()))
+        await asyncio.sleep(0.05)
+        minion.session = None    # the heartbeat gave the busy master up
+        await asyncio.wait_for(sending, 1)
+
+    asyncio.run(main())
+    assert [r.jid for r in minion.pending_returns] == ["20990101000000000001"]
+
+
+def test_a_return_refused_busy_goes_through_the_master_the_minion_moved_to(minion: Minion) -> None:
+    minion.opts.update(return_retry_timer=0.01, return_retry_timer_max=0.01)
+
+    async def main() -> RecordingSession:
+        minion.session = BusyThenTaking(10**6)  # type: ignore[assignment]
+        sending = asyncio.create_task(minion.send_return(ret()))
+        await asyncio.sleep(0.03)
+        new = RecordingSession()
+        minion.session = new  # type: ignore[assignment]
+        await asyncio.wait_for(sending, 1)
+        return new
+
+    new = asyncio.run(main())
+    assert [r.jid for r in new.delivered] == ["20990101000000000001"]
+    assert not minion.pending_returns
+
+
+def test_a_return_refused_for_a_session_reason_is_kept_not_dropped(minion: Minion) -> None:
+    minion.session = BusyThenTaking(1, "unknown_session")  # type: ignore[assignment]
+    asyncio.run(minion.send_return(ret()))
+    assert [r.jid for r in minion.pending_returns] == ["20990101000000000001"]
+
+
+def test_a_return_the_master_has_already_is_dropped(minion: Minion) -> None:
+    minion.session = RefusingSession({"20990101000000000001": "duplicate"})  # type: ignore[assignment]
+    asyncio.run(minion.send_return(ret()))
+    assert not minion.pending_returns
