@@ -32,7 +32,6 @@ from runtime.crypt.identity import Identity, load_or_create_identity  # noqa: E4
 from runtime.master.auth import AuthService, AuthSettings  # noqa: E402
 from runtime.master.store import factory  # noqa: E402
 from runtime.transport import (  # noqa: E402
-    RequestProxy,
     WorkerSocket,
     bind,
     ipc_address,
@@ -42,6 +41,7 @@ from runtime.transport import (  # noqa: E402
     tcp_address,
 )
 from runtime.transport_async import AsyncRequestClient  # noqa: E402
+from runtime.transport_proxy import RequestProxy  # noqa: E402
 
 
 class TrustAll:

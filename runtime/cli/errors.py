@@ -16,7 +16,6 @@ Exit statuses (docs/cli.md), Salt's where Salt has a rule:
 from __future__ import annotations
 
 import sys
-import traceback
 
 EX_OK = 0
 EX_FAILED = 1
@@ -52,15 +51,21 @@ def expected(exc: BaseException) -> bool:
     return client is not None and isinstance(exc, client.ClientError)
 
 
+def print_traceback(exc: BaseException) -> None:
+    import traceback  # here: only --debug needs it, and it costs every command's start-up
+
+    traceback.print_exception(exc, file=sys.stderr)
+
+
 def report(command: str | None, exc: BaseException, debug: bool) -> int:
     """Report an exception that reached the entry point; the exit status."""
     if expected(exc):
         if debug:
-            traceback.print_exception(exc, file=sys.stderr)
+            print_traceback(exc)
         say(command, exc)
         return EX_USAGE
     if debug:
-        traceback.print_exception(exc, file=sys.stderr)
+        print_traceback(exc)
     say(command, f"internal error: {type(exc).__name__}: {one_line(exc)} (this is a bug in saltpan: run the "
                  "command again with --debug and report the traceback)")
     return EX_SOFTWARE

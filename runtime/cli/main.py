@@ -28,14 +28,40 @@ VERSION = "0.1.0"   # pyproject.toml's version (tests/unit/test_cli_startup.py c
 FUNCTION_COMMANDS = ("call", "run", "fileserver", "git_pillar")
 
 
-def command_modules() -> tuple[ModuleType, ...]:
-    """The modules registering the commands, in the order ``saltpan --help`` lists them."""
-    from runtime.cli import call, compile, completion, fileserver, plane, run
+# every command and the module registering it (``runtime.cli.<module>``; a module may register
+# several): ``saltpan --help`` lists them in this order, and a command line naming one of them builds
+# that module's parsers alone, so ``saltpan run`` never imports the compiler's or the daemons' commands
+COMMANDS: dict[str, str] = {
+    "compile": "compile", "call": "call", "run": "run",
+    "master": "plane", "minion": "plane", "swarm": "plane", "key": "plane", "event": "plane", "jobs": "plane",
+    "minions": "plane", "fileserver": "fileserver", "git_pillar": "fileserver", "completion": "completion",
+}
+# the global options (runtime.cli.parser.add_global_options): none takes a value
+_GLOBAL_FLAGS = frozenset({"--debug", "--no-color", "--no-colour", "--force-color", "--force-colour"})
 
-    return (compile, call, run, plane, fileserver, completion)
+
+def command_modules(command: str | None = None) -> tuple[ModuleType, ...]:
+    """The modules registering the commands, in the order ``saltpan --help`` lists them; only
+    ``command``'s when one is given (``completion`` describes every command: all of them)."""
+    import importlib
+
+    names = [COMMANDS[command]] if command in COMMANDS and command != "completion" else COMMANDS.values()
+    return tuple(importlib.import_module(f"runtime.cli.{name}") for name in dict.fromkeys(names))
 
 
-def build_parser() -> Parser:
+def typed_command(words: list[str]) -> str | None:
+    """The command a command line names, when only global options come before it (else None:
+    ``saltpan -h``, a misspelt command and the like need every command's parser)."""
+    for word in words:
+        if word in COMMANDS:
+            return word
+        if word not in _GLOBAL_FLAGS:
+            return None
+    return None
+
+
+def build_parser(command: str | None = None) -> Parser:
+    """The parser of every command, or of ``command`` alone (what its command line needs)."""
     from runtime.cli.parser import Parser, add_global_options
 
     parser = Parser(prog="saltpan", description=(
@@ -48,7 +74,7 @@ def build_parser() -> Parser:
                         help="print the version and exit")
     add_global_options(parser, top=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands", parser_class=Parser)
-    for module in command_modules():
+    for module in command_modules(command):
         module.register(sub)
     for command_parser in sub.choices.values():
         add_global_options(command_parser)
@@ -97,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     from runtime.cli.errors import EX_INTERRUPTED, EX_OK, EX_USAGE, report
     from runtime.cli.parser import parse
 
-    parser = build_parser()
+    parser = build_parser(typed_command(words))
     args = parse(parser, words, FUNCTION_COMMANDS)
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)

@@ -8,14 +8,13 @@ direction of one session (or one publish epoch) and the nonce is ``domain (4 byt
 
 from __future__ import annotations
 
-import struct
-
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from runtime.crypt.errors import BadMessage
+from runtime.crypt.transcript import transcript as transcript  # clients import it alone
 
 PROTOCOL_VERSION = 1
 SUITE = "saltpan/1: Ed25519, X25519, HKDF-SHA256, ChaCha20-Poly1305"
@@ -54,28 +53,3 @@ def open_sealed(key: bytes, domain: bytes, counter: int, ciphertext: bytes, aad:
 
 def hkdf(ikm: bytes, salt: bytes, info: bytes, length: int) -> bytes:
     return HKDF(algorithm=hashes.SHA256(), length=length, salt=salt, info=info).derive(ikm)
-
-
-def transcript(label: str, *fields: bytes | str | int | None) -> bytes:
-    """Injective encoding of typed fields behind a label, for signatures and key derivation.
-
-    Each field is a type byte and a 4-byte length before its bytes, so no two different field
-    lists share an encoding; ints are signed 8-byte big endian; None is its own type.
-    """
-    out = [b"saltpan/1 ", label.encode(), b"\x00"]
-    for field in fields:
-        if field is None:
-            out.append(b"N\x00\x00\x00\x00")
-            continue
-        if isinstance(field, bool):
-            raise TypeError("transcript fields may not be bool")
-        if isinstance(field, int):
-            tag, data = b"I", struct.pack(">q", field)
-        elif isinstance(field, str):
-            tag, data = b"S", field.encode()
-        elif isinstance(field, (bytes, bytearray)):
-            tag, data = b"B", bytes(field)
-        else:
-            raise TypeError(f"transcript field of type {type(field).__name__}")
-        out.append(tag + struct.pack(">I", len(data)) + data)
-    return b"".join(out)

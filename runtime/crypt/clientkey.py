@@ -15,10 +15,9 @@ import hmac
 import os
 from typing import Any
 
-from runtime.crypt import aead
 from runtime.crypt.errors import BadMessage, KeyFileError, ReplayRefused
-from runtime.crypt.handshake import now_ms
-from runtime.crypt.replay import DEFAULT_MAX_SKEW_MS, check_fresh
+from runtime.crypt.replay import DEFAULT_MAX_SKEW_MS, check_fresh, now_ms
+from runtime.crypt.transcript import transcript
 from runtime.private_files import PrivateFileError, ensure_private_dir, read_private, write_private
 
 CLIENT_KEY_SIZE = 32
@@ -56,7 +55,7 @@ def load_or_create_client_key(path: str) -> bytes:
 
 
 def _mac(key: bytes, user: str, ts: int, nonce: bytes, body: bytes) -> bytes:
-    return hmac.new(key, aead.transcript("client-proof", user, ts, nonce, body), hashlib.sha256).digest()
+    return hmac.new(key, transcript("client-proof", user, ts, nonce, body), hashlib.sha256).digest()
 
 
 def make_proof(key: bytes, user: str, body: bytes, *, now: int | None = None) -> dict[str, Any]:

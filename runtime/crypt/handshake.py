@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -36,6 +35,7 @@ from runtime.crypt import aead
 from runtime.crypt.ed25519_strict import public_key_problem
 from runtime.crypt.errors import AuthReplyError, BadMessage, HelloError
 from runtime.crypt.identity import PUBLIC_KEY_SIZE, SIGNATURE_SIZE, Identity, verify_signature
+from runtime.crypt.replay import now_ms as now_ms  # the protocol's clock, read by its callers from here
 
 AUTH_CMD = "_auth"
 OUTCOMES = ("accepted", "pending", "rejected", "denied", "refused")
@@ -48,10 +48,6 @@ GRANT_LIMITS = codec.Limits(max_size=64 * 1024, max_items=1024, max_depth=8)
 _HELLO_KEYS = {"cmd", "v", "id", "pub", "eph", "nonce", "ts", "sig"}
 _REPLY_KEYS = {"v", "outcome", "reason", "id", "nonce", "hello_hash", "master_pub", "now", "sid", "eph",
                "sealed", "sig"}
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def _usable_id(minion_id: Any) -> bool:

@@ -14,6 +14,7 @@ within ``max_skew_ms`` of now (``stale`` / ``future``).
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from typing import Protocol
 
@@ -21,6 +22,11 @@ from runtime.crypt.errors import ReplayRefused
 
 WINDOW_SIZE = 1024
 DEFAULT_MAX_SKEW_MS = 120_000
+
+
+def now_ms() -> int:
+    """The protocol's clock: milliseconds since the epoch, what every timestamp it checks holds."""
+    return time.time_ns() // 1_000_000
 
 
 def window_admit(hi: int, bits: int, counter: int, size: int = WINDOW_SIZE) -> tuple[int, int]:

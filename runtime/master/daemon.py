@@ -29,7 +29,7 @@ from typing import Any
 
 import zmq
 
-from runtime import transport
+from runtime import transport, transport_proxy
 from runtime.config import option
 from runtime.crypt.clientkey import client_key_path, load_or_create_client_key
 from runtime.crypt.identity import Identity, load_or_create_identity
@@ -140,22 +140,23 @@ def event_publisher_main(opts: dict[str, Any]) -> None:
 
 def req_server_main(opts: dict[str, Any]) -> None:
     stop = _child_setup(opts, "ReqServer")
-    transport.return_large_buffers_to_os()   # before libzmq's threads make their arenas
+    transport_proxy.return_large_buffers_to_os()   # before libzmq's threads make their arenas
     ctx = zmq.Context()
     limits = transport.SocketLimits(max_message_size=option(opts, "max_message_size", int))
-    front = transport.make_socket(ctx, zmq.ROUTER, dataclasses.replace(limits, rcvhwm=transport.FRONTEND_RCVHWM))
+    front_limits = dataclasses.replace(limits, rcvhwm=transport_proxy.FRONTEND_RCVHWM)
+    front = transport.make_socket(ctx, zmq.ROUTER, front_limits)
     transport.bind(front, transport.tcp_address(opts["interface"], int(opts["ret_port"])))
     back = transport.make_socket(ctx, zmq.ROUTER, limits)
     transport.bind(back, transport.ipc_address(opts["sock_dir"], worker_mod.WORKERS_IPC))
     per_peer_rate = option(opts, "clear_rate_per_peer", float)
     per_peer_burst = option(opts, "clear_burst_per_peer", float)
-    per_peer = transport.TokenBucketLimiter(rate=per_peer_rate, burst=per_peer_burst)
-    client_per_peer = transport.TokenBucketLimiter(rate=per_peer_rate, burst=per_peer_burst)
-    global_bucket = transport.TokenBucketLimiter(rate=option(opts, "clear_rate_global", float),
+    per_peer = transport_proxy.TokenBucketLimiter(rate=per_peer_rate, burst=per_peer_burst)
+    client_per_peer = transport_proxy.TokenBucketLimiter(rate=per_peer_rate, burst=per_peer_burst)
+    global_bucket = transport_proxy.TokenBucketLimiter(rate=option(opts, "clear_rate_global", float),
                                                  burst=option(opts, "clear_burst_global", float))
     refusals = RateLimitedLog(log, option(opts, "refusal_log_interval", float))
-    proxy = transport.RequestProxy(front, back, log=refusals,
-                                   admit=transport.ClearRateLimit(per_peer, global_bucket, client_per_peer),
+    proxy = transport_proxy.RequestProxy(front, back, log=refusals,
+                                   admit=transport_proxy.ClearRateLimit(per_peer, global_bucket, client_per_peer),
                                    connections=connection_limits(opts),
                                    proofs=ClientProofs(opts["cachedir"], current_user()))
     try:

@@ -127,3 +127,28 @@ def test_state_retcodes_are_salts() -> None:
     assert state_retcode(["No matching sls found for 'x' in env 'base'"]) == 1
     assert state_retcode({"a": {"result": False}, "b": {"result": True}}) == 2
     assert state_retcode({"a": {"result": None}}) == 0
+
+
+def test_the_command_table_is_what_the_modules_register() -> None:
+    """``COMMANDS`` (which module to build for a command line) lists every command, in --help's order."""
+    assert list(command_parsers(cli.build_parser())) == list(cli.COMMANDS)
+
+
+@pytest.mark.parametrize("command", sorted(set(cli.COMMANDS) - {"completion"}))
+def test_a_command_line_builds_only_its_commands_module(command: str) -> None:
+    module = cli.COMMANDS[command]
+    built = command_parsers(cli.build_parser(cli.typed_command(["--no-color", command, "--help"])))
+    assert command in built
+    assert set(built) == {name for name, owner in cli.COMMANDS.items() if owner == module}
+
+
+@pytest.mark.parametrize("words", [["-h", "run"], ["--version", "run"], ["rnu", "x"], [], ["completion", "bash"]])
+def test_help_a_misspelt_command_and_completion_build_every_command(words: list[str]) -> None:
+    assert list(command_parsers(cli.build_parser(cli.typed_command(words)))) == list(cli.COMMANDS)
+
+
+def test_a_misspelt_command_still_gets_did_you_mean(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["rnu", "*", "test.ping"])
+    assert exit_info.value.code == 2
+    assert "did you mean 'run'?" in capsys.readouterr().err

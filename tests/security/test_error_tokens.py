@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from runtime import codec, transport
+from runtime import codec, transport_proxy
 from runtime.protocol.errors import ERRORS, MINION_SIDE
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,7 +51,7 @@ def test_every_refusal_in_the_code_is_a_documented_token() -> None:
 
 def test_decoder_and_proxy_tokens_are_documented() -> None:
     assert set(codec.DECODE_REASONS) <= set(ERRORS)
-    assert set(transport.PROXY_REFUSALS) <= set(ERRORS)
+    assert set(transport_proxy.PROXY_REFUSALS) <= set(ERRORS)
 
 
 def test_minion_side_tokens_are_not_master_tokens() -> None:

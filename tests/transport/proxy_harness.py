@@ -1,4 +1,4 @@
-"""A request proxy (runtime.transport.RequestProxy) on a free 127.0.0.1 port in front of worker
+"""A request proxy (runtime.transport_proxy.RequestProxy) on a free 127.0.0.1 port in front of worker
 threads that take one request at a time, as the master's MWorkers do: real sockets for the tests
 of what the proxy bounds and schedules.  A test's server says what a worker does with a request
 (:meth:`ProxyHarness.serve`); :func:`harness_factory` starts them and closes every one."""
@@ -13,7 +13,6 @@ from typing import Any, TypeVar
 import zmq
 
 from runtime.transport import (
-    RequestProxy,
     WorkerRequest,
     WorkerSocket,
     bind,
@@ -21,6 +20,7 @@ from runtime.transport import (
     make_socket,
     tcp_address,
 )
+from runtime.transport_proxy import RequestProxy
 
 
 class ProxyHarness:

@@ -1,5 +1,5 @@
 """The request proxy's flows end to end, with real sockets on 127.0.0.1 (issue 16, item 3): the
-proxy (runtime.transport.RequestProxy) in front of worker threads that take one request at a time
+proxy (runtime.transport_proxy.RequestProxy) in front of worker threads that take one request at a time
 and report the session they served, as the master's MWorkers do.
 
 * one minion pipelining 40,000 sealed pillar requests (each costing a worker 5 ms) while three

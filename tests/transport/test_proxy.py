@@ -17,10 +17,7 @@ from runtime.crypt.channel import ServerChannel
 from runtime.crypt.errors import CryptoError
 from runtime.master.store.sqlite_sessions import SQLiteSessionStore
 from runtime.transport import (
-    ClearRateLimit,
     RequestClient,
-    RequestProxy,
-    TokenBucketLimiter,
     WorkerSocket,
     bind,
     ipc_address,
@@ -29,6 +26,7 @@ from runtime.transport import (
     send_reply,
     tcp_address,
 )
+from runtime.transport_proxy import ClearRateLimit, RequestProxy, TokenBucketLimiter
 
 
 class ReqServer:

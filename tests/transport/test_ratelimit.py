@@ -6,7 +6,7 @@ import pytest
 
 from runtime import codec
 from runtime.protocol import MessageClass, classify
-from runtime.transport import ClearRateLimit, TokenBucketLimiter
+from runtime.transport_proxy import ClearRateLimit, TokenBucketLimiter
 
 
 class Clock:

@@ -53,6 +53,19 @@ def test_yaml_syntax_error_names_file_and_line(tmp_path) -> None:
     assert str(info.value).startswith(f"{tmp_path / 'minion'}:4: config file is not valid YAML/JSON")
 
 
+def test_a_json_config_is_read_as_json_with_its_errors_named(tmp_path) -> None:
+    from runtime.config import read_file
+
+    good = tmp_path / "master.json"
+    good.write_text('{"ret_port": 4516, "interface": "127.0.0.2", "auto_accept": true, "x": null}\n')
+    assert read_file(str(good)) == {"ret_port": 4516, "interface": "127.0.0.2", "auto_accept": True, "x": None}
+    bad = tmp_path / "bad.json"
+    bad.write_text('{\n  "ret_port": 4516,\n  "interface": \n}\n')
+    with pytest.raises(ConfigError) as info:
+        read_file(str(bad))
+    assert str(info.value).startswith(f"{bad}:4: config file is not valid JSON")
+
+
 def test_a_config_file_must_be_a_mapping(tmp_path) -> None:
     with pytest.raises(ConfigError, match="must be a mapping of option: value, got list"):
         _load(tmp_path, "- id\n- web01\n")
