@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -55,6 +56,26 @@ class LocalClient:
         except (KeyFileError, OSError, ValueError) as exc:
             raise ClientError(f"cannot read the client key {path}: {exc} (only the master's user and "
                               "publisher_acl users can publish)") from None
+        # kept from one job to the next (as Salt's LocalClient keeps its event subscription): a
+        # connection to the request port, and a subscription to the bus that no job is reading now
+        self._requests: transport.RequestClient | None = None
+        self._idle_listener: EventListener | None = None
+        self._lock = threading.Lock()   # jobs may run from several threads at once
+
+    def close(self) -> None:
+        with self._lock:
+            requests, self._requests = self._requests, None
+            listener, self._idle_listener = self._idle_listener, None
+        if requests is not None:
+            requests.close()
+        if listener is not None:
+            listener.close()
+
+    def __enter__(self) -> LocalClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def _clear_request(self, request: type[protocol.Publish] | type[protocol.JobReturns]
                        | type[protocol.FileserverUpdate],
@@ -69,11 +90,14 @@ class LocalClient:
             proof = protocol.ClientProof.from_wire(make_proof(self.key, self.user, packed))
             return None, protocol.encode_clear(request(body=packed, proof=proof))
 
-        with transport.RequestClient(self.address, timeout=timeout or self.request_timeout, tries=2) as client:
-            try:
-                _, reply = client.request_with(make)
-            except transport.RequestTimeout as exc:
-                raise ClientError(f"the master at {self.address} did not answer: {exc}") from None
+        with self._lock:
+            if self._requests is None:
+                self._requests = transport.RequestClient(self.address, timeout=self.request_timeout, tries=2)
+            requests = self._requests
+        try:
+            _, reply = requests.request_with(make, timeout=timeout or self.request_timeout)
+        except transport.RequestTimeout as exc:
+            raise ClientError(f"the master at {self.address} did not answer: {exc}") from None
         try:
             load = codec.unpack_envelope(reply).load
             if isinstance(load.get("error"), dict):
@@ -114,11 +138,33 @@ class LocalClient:
             return None
         return listener
 
+    def _take_listener(self) -> EventListener | None:
+        """The kept subscription, checked live again (an echo through the bus, well under a
+        millisecond on a connected socket) with what queued while no job read it dropped; a new
+        one when it is in use (a job asking its minions whether they still run it) or not live."""
+        with self._lock:
+            listener, self._idle_listener = self._idle_listener, None
+        if listener is not None:
+            listener.drain()
+            if listener.wait_connected(self.opts["sock_dir"], 2.0):
+                return listener
+            listener.close()
+        return self.listener()
+
+    def _give_back(self, listener: EventListener | None) -> None:
+        if listener is None:
+            return
+        with self._lock:
+            if self._idle_listener is None:
+                self._idle_listener, listener = listener, None
+        if listener is not None:
+            listener.close()
+
     def cmd_iter(self, tgt: Any, fun: str, arg: list | None = None, kwarg: dict | None = None,
                  tgt_type: str = "glob", timeout: float = 5.0,
                  gather_job_timeout: float = 3.0) -> Iterator[tuple[str, dict[str, Any]] | JobResult]:
         """Yield (minion, return event) as returns arrive, then the final JobResult."""
-        listener = self.listener()
+        listener = self._take_listener()
         try:
             published = self.publish(tgt, fun, arg, kwarg, tgt_type, int(timeout))
             jid, minions = published.jid, list(published.minions)
@@ -146,8 +192,7 @@ class LocalClient:
             result.missing = sorted(pending)
             yield result
         finally:
-            if listener is not None:
-                listener.close()
+            self._give_back(listener)
 
     def _next_returns(self, listener: EventListener | None, jid: str,
                       wait: float) -> list[tuple[str, dict[str, Any]]]:

@@ -74,6 +74,15 @@ class EventListener:
             return None
         return frames[0].decode("utf-8", "replace"), data if isinstance(data, dict) else {"data": data}
 
+    def drain(self, most: int = 100_000) -> int:
+        """Drop what is queued, undecoded (at most ``most`` messages, on a bus that never pauses);
+        how many messages that was."""
+        dropped = 0
+        while dropped < most and self.sock.poll(0, zmq.POLLIN):
+            self.sock.recv_multipart(copy=False)
+            dropped += 1
+        return dropped
+
     def iter(self, timeout: float | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
         deadline = None if timeout is None else time.monotonic() + timeout
         while deadline is None or time.monotonic() < deadline:

@@ -60,6 +60,25 @@ def test_job_cache_and_events(cluster: Cluster) -> None:
     assert json.loads(looked.stdout) == {"web01": "cached"}
 
 
+def test_one_client_runs_jobs_back_to_back_on_one_connection(cluster: Cluster) -> None:
+    """LocalClient keeps its request connection and its bus subscription from one job to the next
+    (as Salt's keeps its event subscription); each job still gets exactly its own returns, also
+    when another client's job filled the bus while this one was idle."""
+    from runtime.client import LocalClient
+
+    minions = ("db01", "web01", "web02")
+    with LocalClient(cluster.opts()) as client:
+        for n in range(4):
+            result = client.cmd("*", "test.echo", [f"round {n}"], timeout=15)
+            assert {m: r["return"] for m, r in result.returns.items()} == {m: f"round {n}" for m in minions}
+            assert not result.missing
+            with LocalClient(cluster.opts()) as other:   # events this client's kept subscription queues
+                other.cmd("*", "test.echo", ["someone else"], timeout=15)
+        assert client._requests is not None and client._requests.reconnects == 0
+        assert client._idle_listener is not None
+    assert client._requests is None and client._idle_listener is None
+
+
 def test_stopped_minion_is_named(cluster: Cluster) -> None:
     cluster.minions["db01"].signal(signal.SIGSTOP)
     try:
