@@ -53,8 +53,9 @@ def _private_temp(directory: str) -> tuple[int, str]:
     raise FileExistsError(f"could not create a temporary file in {directory}")
 
 
-def write_private(path: str, data: bytes, *, mode: int = 0o600) -> None:
-    """Atomically replace ``path`` with ``data`` (mode 0600 unless told); the directory must exist."""
+def write_private(path: str, data: bytes, *, mode: int = 0o600, durable: bool = True) -> None:
+    """Atomically replace ``path`` with ``data`` (mode 0600 unless told); the directory must exist.
+    ``durable``: on disk before the rename (fsync); only a load generator's throwaway keys skip it."""
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = _private_temp(directory)
     try:
@@ -62,7 +63,8 @@ def write_private(path: str, data: bytes, *, mode: int = 0o600) -> None:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
-            os.fsync(fh.fileno())
+            if durable:
+                os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         try:

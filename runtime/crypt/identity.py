@@ -118,12 +118,13 @@ def key_paths(pki_dir: str, name: str) -> tuple[str, str]:
     return os.path.join(pki_dir, f"{name}.pem"), os.path.join(pki_dir, f"{name}.pub")
 
 
-def save_identity(identity: Identity, pki_dir: str, name: str) -> tuple[str, str]:
-    """Write ``name.pem`` and ``name.pub`` (0600) into ``pki_dir`` (made 0700); return both paths."""
+def save_identity(identity: Identity, pki_dir: str, name: str, *, durable: bool = True) -> tuple[str, str]:
+    """Write ``name.pem`` and ``name.pub`` (0600) into ``pki_dir`` (made 0700); return both paths.
+    ``durable=False`` skips the fsyncs (``saltpan swarm``'s throwaway keys)."""
     ensure_private_dir(pki_dir)
     pem_path, pub_path = key_paths(pki_dir, name)
-    write_private(pem_path, identity.private_pem())
-    write_private(pub_path, identity.public_pem())
+    write_private(pem_path, identity.private_pem(), durable=durable)
+    write_private(pub_path, identity.public_pem(), durable=durable)
     return pem_path, pub_path
 
 
@@ -153,11 +154,11 @@ def load_identity(pki_dir: str, name: str) -> Identity:
     return identity
 
 
-def load_or_create_identity(pki_dir: str, name: str) -> tuple[Identity, bool]:
+def load_or_create_identity(pki_dir: str, name: str, *, durable: bool = True) -> tuple[Identity, bool]:
     """Load the key pair, generating and saving it on first start.  Returns (identity, created)."""
     pem_path, _ = key_paths(pki_dir, name)
     if os.path.lexists(pem_path):
         return load_identity(pki_dir, name), False
     identity = Identity.generate()
-    save_identity(identity, pki_dir, name)
+    save_identity(identity, pki_dir, name, durable=durable)
     return identity, True

@@ -28,8 +28,9 @@ class MasterTrust:
     """Implements ``handshake.MasterKeyCheck`` over a file in ``pki_dir``."""
 
     def __init__(self, pki_dir: str, master_finger: str | None = None, *,
-                 filename: str = MASTER_KEY_FILE, logger: logging.Logger | None = None) -> None:
+                 filename: str = MASTER_KEY_FILE, logger: logging.Logger | None = None, durable: bool = True) -> None:
         self.path = os.path.join(pki_dir, filename)
+        self.durable = durable   # False: saved without fsync (saltpan swarm's throwaway minions)
         self.pki_dir = pki_dir
         self.pin = normalize_fingerprint(master_finger) if master_finger else None
         self.log = logger or log
@@ -65,7 +66,7 @@ class MasterTrust:
         if self.known is not None:
             return
         ensure_private_dir(self.pki_dir)
-        write_private(self.path, public_to_pem(master_pub))
+        write_private(self.path, public_to_pem(master_pub), durable=self.durable)
         self.known = master_pub
         if self.pin is not None:
             self.log.info("Master key %s matches master_finger; saved to %s", fingerprint(master_pub), self.path)

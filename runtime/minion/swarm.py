@@ -104,10 +104,13 @@ def build_minions(opts: dict[str, Any], indexes: range, prefix: str, ctx: zmq.as
     for index in indexes:
         minion_id = f"{prefix}{index:04d}"
         mopts = swarm_opts(opts, minion_id, loopback_source(index) if spread else "")
-        identity, _ = load_or_create_identity(mopts["pki_dir"], "minion")
+        # throwaway keys of simulated hosts: no fsync (three per minion stalled a swarm's event loop
+        # for seconds at each first launch; a real minion keeps them durable)
+        identity, _ = load_or_create_identity(mopts["pki_dir"], "minion", durable=False)
         grains = dict(core)
         grains["id"] = minion_id
-        minions.append(Minion(mopts, ctx=ctx, executor=executor, identity=identity, grains=grains, quiet=True))
+        minions.append(Minion(mopts, ctx=ctx, executor=executor, identity=identity, grains=grains, quiet=True,
+                              durable_keys=False))
     return minions
 
 
