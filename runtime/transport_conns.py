@@ -293,13 +293,8 @@ class ConnectionTable:
             return
         self._next_sweep = now + self.limits.sweep_s
         self.poll_events()
-        conns = list(self.by_fd.values())
-        if not conns:
-            return
-        start = self._turn % len(conns)
-        self._turn = start + self.SWEEP_SLICE
         limits = self.limits
-        for conn in [*conns[start:start + self.SWEEP_SLICE], *self._holding]:
+        for conn in [*self._next_slice(), *self._holding]:
             if conn.closing or self.by_fd.get(conn.fd) is not conn:
                 self._holding.discard(conn)
                 continue
@@ -326,6 +321,19 @@ class ConnectionTable:
                     continue
                 total -= conn.unfinished
                 self._close_unfinished(conn, f"{total + conn.unfinished} bytes on all connections")
+
+    def _next_slice(self) -> list[Connection]:
+        """The next ``SWEEP_SLICE`` connections, going round: every connection is read within
+        ``len / SWEEP_SLICE`` sweeps.  (Taking ``conns[start:start + SWEEP_SLICE]`` without
+        wrapping read only those from ``start`` on, and ``start`` could stay put for good: with 5
+        connections, 500 % 5 == 0, two of them were never read again.)"""
+        conns = list(self.by_fd.values())
+        if not conns:
+            return []
+        start = self._turn % len(conns)
+        count = min(self.SWEEP_SLICE, len(conns))
+        self._turn = start + count
+        return [conns[(start + offset) % len(conns)] for offset in range(count)]
 
     def _close_unfinished(self, conn: Connection, why: str) -> None:
         self.stats.closed_unfinished += 1

@@ -166,3 +166,48 @@ def test_a_flow_that_stopped_reading_is_served_again_once_its_connections_closed
         assert len(again.request(body)) == 256 * 1024
         assert time.monotonic() - started < 2.0
     assert srv.proxy.stats.dropped_gone > 0, srv.proxy.stats
+
+
+class CountingDescriptors:
+    """The kernel's side of a ConnectionTable, for the sweep's order alone: which descriptors it read."""
+
+    def __init__(self) -> None:
+        self.read: list[int] = []
+
+    def counters(self, fd: int) -> tuple[int, int]:
+        self.read.append(fd)
+        return 0, 0
+
+    def peer(self, fd: int) -> tuple[str, int]:
+        return "127.0.0.1", 40_000 + fd
+
+
+@pytest.mark.parametrize(("count", "per_sweep"), [(5, 500), (8, 500), (8, 3), (7, 3), (1, 500)])
+def test_every_connection_is_read_within_its_turn(ctx, count: int, per_sweep: int,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sweep reads the next slice of connections going round: with 5 connections and a slice of
+    500 it used to read only those from one start position on, and two were never read again (a
+    connection holding unfinished bytes stayed unseen, a silent one was never closed)."""
+    from runtime.transport_conns import ConnectionTable
+
+    monkeypatch.setattr(ConnectionTable, "SWEEP_SLICE", per_sweep)
+    now = [0.0]
+    table = ConnectionTable(ctx.socket(zmq.ROUTER), ConnectionLimits(sweep_s=1.0), clock=lambda: now[0])
+    try:
+        table.os = CountingDescriptors()  # type: ignore[assignment]
+        fds = list(range(10, 10 + count + 3))
+        for fd in fds:
+            table._accepted(fd)
+        for fd in fds[:3]:               # three gone: the turn's position now falls inside the rest
+            table._gone(fd)
+        fds = fds[3:]
+        sweeps = -(-count // min(per_sweep, count))
+        for _round in range(3):
+            table.os.read.clear()
+            for _ in range(sweeps):
+                now[0] += 1.0
+                table.sweep()
+            assert set(table.os.read) == set(fds), (sorted(table.os.read), fds)
+    finally:
+        table.close()
+        table.sock.close(linger=0)
