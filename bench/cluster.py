@@ -34,6 +34,12 @@ failover setup); on SQLite they all name the one master.  Figures, in this order
 - **failover** (cluster only): SIGKILL the second master (its whole process group); the seconds
   until every minion of its swarm answered test.ping published on the first master.
 
+Stopping it (SIGTERM, Ctrl-C) takes the same path as a normal end: the masters and swarms of the
+running setup are stopped (SIGTERM, then SIGKILL to their process groups), PostgreSQL is stopped
+(``pg_ctl stop -m fast``) and its temp directory removed; a second signal during that cleanup is
+deferred until it is done.  ``--only cluster`` (or ``sqlite``) runs one setup, to look at it
+(no RESULTS.md update).
+
 The issue's bounds: CPU per pillar request in the cluster at most 1.3x one SQLite master's, ping
 to all at most 1.5x its time, failover within 15 s.  This machine has 2 cores: the cluster's three
 masters and PostgreSQL share them, so its throughput cannot be higher here; the cost ratio is what
@@ -43,6 +49,7 @@ carries over to masters on their own machines.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -51,6 +58,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +67,47 @@ import common  # noqa: E402
 import plane  # noqa: E402
 import swarm as swarm_bench  # noqa: E402
 from pgserver import PgServer  # noqa: E402
+
+
+class Stopped(BaseException):
+    """A SIGTERM or SIGINT turned into an exception, so every ``finally`` of the run stops what it started."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"stopped by {signal.Signals(signum).name}")
+        self.signum = signum
+
+
+class Signals:
+    """SIGTERM and SIGINT raise ``Stopped`` in the main thread; inside ``cleanup()`` they are held
+    until its end (a cleanup interrupted half-way would leave daemons or PostgreSQL behind)."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.pending: int | None = None
+
+    def install(self) -> None:
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, self.handle)
+
+    def handle(self, signum: int, frame: object) -> None:
+        if self.depth:
+            self.pending = self.pending or signum
+            return
+        raise Stopped(signum)
+
+    @contextlib.contextmanager
+    def cleanup(self) -> Iterator[None]:
+        self.depth += 1
+        try:
+            yield
+        finally:
+            self.depth -= 1
+        if not self.depth and self.pending is not None:
+            signum, self.pending = self.pending, None
+            raise Stopped(signum)
+
+
+SIGNALS = Signals()
 
 SECTION = "Three masters on one PostgreSQL vs one on SQLite (bench/cluster.py)"
 HOSTS = ("127.0.0.2", "127.0.0.3", "127.0.0.4")
@@ -194,7 +243,11 @@ class Setup:
         try:
             watcher.wait(self.args.storm_timeout + 30)
         except subprocess.TimeoutExpired:
-            watcher.kill()
+            pass
+        finally:
+            if watcher.poll() is None:
+                watcher.kill()
+                watcher.wait(10)
         events = json.loads(events_out.read_text(encoding="utf-8")) if events_out.exists() else {"auth": {}, "start": {}}
         started = [events["start"][m] for m in self.ids if m in events["start"]]
         accepted = [events["auth"][m] for m in self.ids if m in events["auth"]]
@@ -311,9 +364,10 @@ class Setup:
                 result.update(self.failover())
             result["load_after"] = os.getloadavg()[0]
         finally:
-            for master in self.masters:
-                master.stop()
-            result["left"] = plane.leftovers(set().union(*(m.pgids() for m in self.masters)))
+            with SIGNALS.cleanup():
+                for master in self.masters:
+                    master.stop()
+                result["left"] = plane.leftovers(set().union(*(m.pgids() for m in self.masters)))
         return result
 
 
@@ -399,6 +453,28 @@ def report(args: argparse.Namespace, sq: dict[str, Any], cl: dict[str, Any], loa
     return "\n".join(lines)
 
 
+def run_setups(args: argparse.Namespace, fleet: common.Fleet) -> tuple[dict[str, dict[str, Any]], dict[str, float]]:
+    """Each setup in turn, from nothing; whatever happens (an error, SIGTERM, Ctrl-C), every daemon and
+    PostgreSQL are stopped and PostgreSQL's directory removed before this returns or raises."""
+    scratch = common.fresh_scratch("cluster")
+    common.wait_quiet(args.wait_load)
+    loads = {"start": os.getloadavg()[0]}
+    # PostgreSQL's directory must be reachable by its server user: a short private temp dir
+    pg = PgServer(Path(tempfile.mkdtemp(prefix="saltpan-bench-pg-")))
+    results: dict[str, dict[str, Any]] = {}
+    try:
+        if args.only in (None, "sqlite"):
+            results["sqlite"] = Setup("sqlite", scratch, fleet, None, args).run(scratch)
+        if args.only in (None, "cluster"):
+            pg.start()
+            results["cluster"] = Setup("cluster", scratch, fleet, pg, args).run(scratch)
+    finally:
+        with SIGNALS.cleanup():
+            pg.stop()
+    loads["end"] = os.getloadavg()[0]
+    return results, loads
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     common.add_fleet_args(parser)
@@ -414,24 +490,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--storm-timeout", type=float, default=600, help="seconds to wait for a storm (default 600)")
     parser.add_argument("--failover-timeout", type=float, default=60, help="seconds to wait for failover (default 60)")
     parser.add_argument("--no-results", action="store_true", help="do not update bench/RESULTS.md")
+    parser.add_argument("--only", choices=("sqlite", "cluster"),
+                        help="run this setup alone and print its figures (no report, no RESULTS.md update)")
     args = parser.parse_args(argv)
     if args.count < SWARMS * 2:
         parser.error(f"--count must be at least {SWARMS * 2}")
 
     fleet = common.locate_fleet(args.fleet_dir)
-    scratch = common.fresh_scratch("cluster")
-    common.wait_quiet(args.wait_load)
-    loads = {"start": os.getloadavg()[0]}
-    # PostgreSQL's directory must be reachable by its server user: a short private temp dir
-    pg = PgServer(Path(tempfile.mkdtemp(prefix="saltpan-bench-pg-")))
-    results: dict[str, dict[str, Any]] = {}
+    SIGNALS.install()
     try:
-        results["sqlite"] = Setup("sqlite", scratch, fleet, None, args).run(scratch)
-        pg.start()
-        results["cluster"] = Setup("cluster", scratch, fleet, pg, args).run(scratch)
-    finally:
-        pg.stop()
-    loads["end"] = os.getloadavg()[0]
+        results, loads = run_setups(args, fleet)
+    except Stopped as stop:
+        print(f"bench/cluster.py: {stop}; its masters, swarms and PostgreSQL are stopped", file=sys.stderr)
+        return 128 + stop.signum
+    left = [line for r in results.values() for line in r["left"]]
+    if args.only:
+        print(json.dumps(results, indent=1, default=str))
+        if left:
+            print("\nstill running after stop:\n" + "\n".join(left), file=sys.stderr)
+        return 1 if left else 0
     left = [line for r in results.values() for line in r["left"]]
     text = report(args, results["sqlite"], results["cluster"], loads)
     common.publish(SECTION, text, not args.no_results, left)
