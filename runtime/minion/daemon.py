@@ -59,6 +59,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("saltpan.minion")
 
+# with its publish connection up, a master answering no heartbeat is left after this many
+# master_alive_interval (a slow master is not a dead one: heartbeat_loop)
+SLOW_MASTER_FACTOR = 3
+
 MAX_PENDING_RETURNS = 1000
 
 R = TypeVar("R", bound=protocol.Reply)
@@ -306,7 +310,8 @@ class Minion:
         self.session = session
         await self.on_registered(session)
         probe = asyncio.Event()
-        tasks = [asyncio.create_task(self.heartbeat_loop(session, probe), name="heartbeat"),
+        link = watch if self.masters.failover else None     # its connection state is watched with failover only
+        tasks = [asyncio.create_task(self.heartbeat_loop(session, probe, link), name="heartbeat"),
                  asyncio.create_task(self.subscribe_loop(session, watch), name="subscribe"),
                  asyncio.create_task(self.listen_loop(session), name="listen"),
                  asyncio.create_task(stop.wait(), name="stop")]
@@ -387,9 +392,18 @@ class Minion:
         self.pillar.update(data)
 
     # -- the three concurrent tasks -------------------------------------------------------
-    async def heartbeat_loop(self, session: Session, probe: asyncio.Event | None = None) -> None:
+    async def heartbeat_loop(self, session: Session, probe: asyncio.Event | None = None,
+                             link: MasterWatch | None = None) -> None:
         """A heartbeat every heartbeat period, or at once when ``probe`` is set (the connection to
-        the master dropped); no reply within master_alive_interval: ``MasterUnreachable``."""
+        the master dropped); no reply within master_alive_interval: ``MasterUnreachable``.
+
+        With ``link`` (the failover list's watch of the master's publish connection): while that
+        connection is up the master's process is there, only slow (its request queue full of a
+        fleet's pillar compiles, say), so unanswered heartbeats end the session only after
+        ``SLOW_MASTER_FACTOR`` x master_alive_interval.  Leaving a busy master at once sent its
+        minions to re-authenticate with the next one, as busy, and back: 1,000 minions on three
+        masters re-authenticated ~1,500 times in one pillar refresh, and the jobs published
+        meanwhile never reached the minions between sessions (bench/cluster.py)."""
         alive = option(self.opts, "master_alive_interval", float) or 3 * session.heartbeat
         probe = probe or asyncio.Event()
         answered = time.monotonic()
@@ -407,7 +421,17 @@ class Minion:
                 reply = await session.request(protocol.Heartbeat(epoch=self.receiver.epoch),
                                               timeout=max(0.2, alive / 2), tries=2)
             except transport.RequestTimeout as exc:
-                raise MasterUnreachable(f"the master missed heartbeats for {alive:.1f} s ({exc})") from None
+                silent = time.monotonic() - answered
+                if link is None or not link.link_up:
+                    raise MasterUnreachable(f"the master missed heartbeats for {alive:.1f} s ({exc})") from None
+                if silent >= SLOW_MASTER_FACTOR * alive:
+                    raise MasterUnreachable(f"the master answered no heartbeat for {silent:.1f} s, its publish "
+                                            f"connection up ({exc})") from None
+                self.refusals.warning("heartbeat:slow", "%sno heartbeat reply for %.1f s, the master's publish "
+                                      "connection up: it is slow, not gone; keeping the session (up to %.1f s)",
+                                      self.prefix, silent, SLOW_MASTER_FACTOR * alive)
+                wait = 0.0
+                continue
             except RemoteRefusal as exc:
                 if exc.reason not in BUSY_REASONS:
                     raise SessionError(f"heartbeat refused: {exc}") from None
