@@ -405,6 +405,10 @@ class Minion:
         masters re-authenticated ~1,500 times in one pillar refresh, and the jobs published
         meanwhile never reached the minions between sessions (bench/cluster.py)."""
         alive = option(self.opts, "master_alive_interval", float) or 3 * session.heartbeat
+        # With the link watched, one request waits all of master_alive_interval: a busy master
+        # answers late (its queue seconds long), and a second try would discard that reply and
+        # queue one more heartbeat.  Without it, two tries of half of it (a lost request retried).
+        timeout, tries = (alive, 1) if link is not None else (max(0.2, alive / 2), 2)
         probe = probe or asyncio.Event()
         answered = time.monotonic()
         wait = session.heartbeat
@@ -419,7 +423,7 @@ class Minion:
             assert self.receiver is not None   # made by run_session before this task starts
             try:
                 reply = await session.request(protocol.Heartbeat(epoch=self.receiver.epoch),
-                                              timeout=max(0.2, alive / 2), tries=2)
+                                              timeout=timeout, tries=tries)
             except transport.RequestTimeout as exc:
                 silent = time.monotonic() - answered
                 if link is None or not link.link_up:
