@@ -117,7 +117,8 @@ class Minion:
         self.spread_s = 0.0                       # the re-authentication window the master last announced
         self.clock_offset_ms = 0                  # master clock minus ours, from the last auth reply
         self.refusals = RateLimitedLog(log, option(opts, "refusal_log_interval", float))
-        self.started = False
+        self.started = False            # registered once (grains sent, pillar fetched)
+        self.start_fired = False        # minion_start and salt/minion/<id>/start taken by a master
         self.abandoned: list[dict[str, Any]] = []
         self.sessions_registered = 0
         self.prefix = "" if not quiet else f"[{self.id}] "
@@ -308,7 +309,10 @@ class Minion:
             self.receiver.adopt(pkey, not_before_ms=began)
             self.receiver.clock_offset_ms = session.result.clock_offset_ms
         self.session = session
-        await self.on_registered(session)
+        try:
+            await self.on_registered(session)
+        except transport.RequestTimeout as silent:   # a master too busy to answer: a session problem, not a bug
+            raise SessionError(f"the master did not answer the session's first requests ({silent})") from None
         probe = asyncio.Event()
         link = watch if self.masters.failover else None     # its connection state is watched with failover only
         tasks = [asyncio.create_task(self.heartbeat_loop(session, probe, link), name="heartbeat"),
@@ -363,13 +367,16 @@ class Minion:
         else:
             reply = await session.request(self.pillar_request())
             self.replace_pillar(reply.pillar)
-        if not self.started:
-            self.started = True
+        self.started = True
+        if not self.start_fired:
+            # fired once, but only once the master took it: a busy master that let the request time
+            # out gets it from the next session (watchers of salt/minion/<id>/start wait for it)
             await session.request(protocol.MinionEvents(events=(
                 protocol.MinionEvent(tag="minion_start", data={
                     "cmd": "_minion_event", "pretag": None, "data": f"Minion {self.id} started at {time.ctime()}"}),
                 protocol.MinionEvent(tag=f"salt/minion/{self.id}/start",
                                      data={"data": f"Minion {self.id} started"}))))
+            self.start_fired = True
         while self.pending_returns:
             load = self.pending_returns[0]
             try:
