@@ -150,6 +150,33 @@ def cpu_by_name(pids: list[int]) -> dict[str, float]:
     return out
 
 
+def pg_activity(dsn: str | None) -> dict[str, float]:
+    """PostgreSQL's counters for the bench database: commits, and per saltpan table the index and
+    sequential scans and rows inserted / updated / deleted ({} without a database)."""
+    if dsn is None:
+        return {}
+    import psycopg
+
+    out: dict[str, float] = {}
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()").fetchone()
+        out["commits"] = float(row[0]) if row else 0.0
+        for name, scans, seq, ins, upd, dele in conn.execute(
+                "SELECT relname, COALESCE(idx_scan, 0), seq_scan, n_tup_ins, n_tup_upd, n_tup_del "
+                "FROM pg_stat_user_tables WHERE relname LIKE 'saltpan_%'"):
+            short = name.removeprefix("saltpan_")
+            for kind, value in (("scans", scans + seq), ("ins", ins), ("upd", upd), ("del", dele)):
+                out[f"{short} {kind}"] = float(value)
+    return out
+
+
+def pg_per_request(before: dict[str, float], after: dict[str, float], requests: int) -> str:
+    """What changed in pg_activity over a run, per request (the counters reach the statistics
+    collector within a second or so: read after a pause)."""
+    spent = sorted(((after[k] - before.get(k, 0.0)) / max(1, requests), k) for k in after)
+    return ", ".join(f"{k} {v:.2f}" for v, k in reversed(spent) if v >= 0.01)
+
+
 def top_spenders(before: dict[str, float], after: dict[str, float], count: int = 6) -> str:
     spent = sorted(((after.get(k, 0.0) - before.get(k, 0.0), k) for k in after), reverse=True)[:count]
     return ", ".join(f"{name} {seconds:.2f}" for seconds, name in spent if seconds > 0)
@@ -188,6 +215,7 @@ class Setup:
         ports = (common.free_port(), common.free_port())
         count = 1 if kind == "sqlite" else 3
         dsn = pg.dsn(pg.create_database("bench_cluster")) if pg is not None else None
+        self.dsn = dsn
         self.masters: list[HostMaster] = []
         for index in range(count):
             extra: dict[str, Any] = {"id": f"master-{NAMES[index]}"}
@@ -296,6 +324,7 @@ class Setup:
         self.refresh_all()
         for _ in range(self.args.pillar_rounds):
             by_name = cpu_by_name(self.server_pids())
+            activity = pg_activity(self.dsn)
             before, pg_before = cpu_seconds(self.master_pids()), cpu_seconds(self.pg_pids())
             run = self.refresh_all()
             pg_spent = cpu_seconds(self.pg_pids()) - pg_before
@@ -311,6 +340,10 @@ class Setup:
                   f"{spent:.2f} CPU s on the servers ({costs[-1] * 1000:.1f} ms each, "
                   f"{net_costs[-1] * 1000:.1f} ms above idle); by process: "
                   f"{top_spenders(by_name, cpu_by_name(self.server_pids()))}", flush=True)
+            if self.dsn is not None:
+                time.sleep(1.0)      # the statistics collector's delay
+                print(f"{self.kind}: PostgreSQL per request: "
+                      f"{pg_per_request(activity, pg_activity(self.dsn), max(1, ok))}", flush=True)
         return {"pillar_rate": common.median(rates), "pillar_cpu": common.median(costs),
                 "pillar_net_cpu": common.median(net_costs), "pillar_pg_cpu": common.median(pg_costs),
                 "pillar_answered": min(answered)}
