@@ -34,6 +34,12 @@ failover setup); on SQLite they all name the one master.  Figures, in this order
 - **failover** (cluster only): SIGKILL the second master (its whole process group); the seconds
   until every minion of its swarm answered test.ping published on the first master.
 
+Stopping it (SIGTERM, Ctrl-C) takes the same path as a normal end: the masters and swarms of the
+running setup are stopped (SIGTERM, then SIGKILL to their process groups), PostgreSQL is stopped
+(``pg_ctl stop -m fast``) and its temp directory removed; a second signal during that cleanup is
+deferred until it is done.  ``--only cluster`` (or ``sqlite``) runs one setup, to look at it
+(no RESULTS.md update).
+
 The issue's bounds: CPU per pillar request in the cluster at most 1.3x one SQLite master's, ping
 to all at most 1.5x its time, failover within 15 s.  This machine has 2 cores: the cluster's three
 masters and PostgreSQL share them, so its throughput cannot be higher here; the cost ratio is what
@@ -43,6 +49,7 @@ carries over to masters on their own machines.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -51,6 +58,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +67,47 @@ import common  # noqa: E402
 import plane  # noqa: E402
 import swarm as swarm_bench  # noqa: E402
 from pgserver import PgServer  # noqa: E402
+
+
+class Stopped(BaseException):
+    """A SIGTERM or SIGINT turned into an exception, so every ``finally`` of the run stops what it started."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"stopped by {signal.Signals(signum).name}")
+        self.signum = signum
+
+
+class Signals:
+    """SIGTERM and SIGINT raise ``Stopped`` in the main thread; inside ``cleanup()`` they are held
+    until its end (a cleanup interrupted half-way would leave daemons or PostgreSQL behind)."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.pending: int | None = None
+
+    def install(self) -> None:
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, self.handle)
+
+    def handle(self, signum: int, frame: object) -> None:
+        if self.depth:
+            self.pending = self.pending or signum
+            return
+        raise Stopped(signum)
+
+    @contextlib.contextmanager
+    def cleanup(self) -> Iterator[None]:
+        self.depth += 1
+        try:
+            yield
+        finally:
+            self.depth -= 1
+        if not self.depth and self.pending is not None:
+            signum, self.pending = self.pending, None
+            raise Stopped(signum)
+
+
+SIGNALS = Signals()
 
 SECTION = "Three masters on one PostgreSQL vs one on SQLite (bench/cluster.py)"
 HOSTS = ("127.0.0.2", "127.0.0.3", "127.0.0.4")
@@ -101,6 +150,33 @@ def cpu_by_name(pids: list[int]) -> dict[str, float]:
     return out
 
 
+def pg_activity(dsn: str | None) -> dict[str, float]:
+    """PostgreSQL's counters for the bench database: commits, and per saltpan table the index and
+    sequential scans and rows inserted / updated / deleted ({} without a database)."""
+    if dsn is None:
+        return {}
+    import psycopg
+
+    out: dict[str, float] = {}
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()").fetchone()
+        out["commits"] = float(row[0]) if row else 0.0
+        for name, scans, seq, ins, upd, dele in conn.execute(
+                "SELECT relname, COALESCE(idx_scan, 0), seq_scan, n_tup_ins, n_tup_upd, n_tup_del "
+                "FROM pg_stat_user_tables WHERE relname LIKE 'saltpan_%'"):
+            short = name.removeprefix("saltpan_")
+            for kind, value in (("scans", scans + seq), ("ins", ins), ("upd", upd), ("del", dele)):
+                out[f"{short} {kind}"] = float(value)
+    return out
+
+
+def pg_per_request(before: dict[str, float], after: dict[str, float], requests: int) -> str:
+    """What changed in pg_activity over a run, per request (the counters reach the statistics
+    collector within a second or so: read after a pause)."""
+    spent = sorted(((after[k] - before.get(k, 0.0)) / max(1, requests), k) for k in after)
+    return ", ".join(f"{k} {v:.2f}" for v, k in reversed(spent) if v >= 0.01)
+
+
 def top_spenders(before: dict[str, float], after: dict[str, float], count: int = 6) -> str:
     spent = sorted(((after.get(k, 0.0) - before.get(k, 0.0), k) for k in after), reverse=True)[:count]
     return ", ".join(f"{name} {seconds:.2f}" for seconds, name in spent if seconds > 0)
@@ -139,6 +215,7 @@ class Setup:
         ports = (common.free_port(), common.free_port())
         count = 1 if kind == "sqlite" else 3
         dsn = pg.dsn(pg.create_database("bench_cluster")) if pg is not None else None
+        self.dsn = dsn
         self.masters: list[HostMaster] = []
         for index in range(count):
             extra: dict[str, Any] = {"id": f"master-{NAMES[index]}"}
@@ -194,7 +271,11 @@ class Setup:
         try:
             watcher.wait(self.args.storm_timeout + 30)
         except subprocess.TimeoutExpired:
-            watcher.kill()
+            pass
+        finally:
+            if watcher.poll() is None:
+                watcher.kill()
+                watcher.wait(10)
         events = json.loads(events_out.read_text(encoding="utf-8")) if events_out.exists() else {"auth": {}, "start": {}}
         started = [events["start"][m] for m in self.ids if m in events["start"]]
         accepted = [events["auth"][m] for m in self.ids if m in events["auth"]]
@@ -243,6 +324,7 @@ class Setup:
         self.refresh_all()
         for _ in range(self.args.pillar_rounds):
             by_name = cpu_by_name(self.server_pids())
+            activity = pg_activity(self.dsn)
             before, pg_before = cpu_seconds(self.master_pids()), cpu_seconds(self.pg_pids())
             run = self.refresh_all()
             pg_spent = cpu_seconds(self.pg_pids()) - pg_before
@@ -258,6 +340,10 @@ class Setup:
                   f"{spent:.2f} CPU s on the servers ({costs[-1] * 1000:.1f} ms each, "
                   f"{net_costs[-1] * 1000:.1f} ms above idle); by process: "
                   f"{top_spenders(by_name, cpu_by_name(self.server_pids()))}", flush=True)
+            if self.dsn is not None:
+                time.sleep(1.0)      # the statistics collector's delay
+                print(f"{self.kind}: PostgreSQL per request: "
+                      f"{pg_per_request(activity, pg_activity(self.dsn), max(1, ok))}", flush=True)
         return {"pillar_rate": common.median(rates), "pillar_cpu": common.median(costs),
                 "pillar_net_cpu": common.median(net_costs), "pillar_pg_cpu": common.median(pg_costs),
                 "pillar_answered": min(answered)}
@@ -311,9 +397,10 @@ class Setup:
                 result.update(self.failover())
             result["load_after"] = os.getloadavg()[0]
         finally:
-            for master in self.masters:
-                master.stop()
-            result["left"] = plane.leftovers(set().union(*(m.pgids() for m in self.masters)))
+            with SIGNALS.cleanup():
+                for master in self.masters:
+                    master.stop()
+                result["left"] = plane.leftovers(set().union(*(m.pgids() for m in self.masters)))
         return result
 
 
@@ -399,6 +486,28 @@ def report(args: argparse.Namespace, sq: dict[str, Any], cl: dict[str, Any], loa
     return "\n".join(lines)
 
 
+def run_setups(args: argparse.Namespace, fleet: common.Fleet) -> tuple[dict[str, dict[str, Any]], dict[str, float]]:
+    """Each setup in turn, from nothing; whatever happens (an error, SIGTERM, Ctrl-C), every daemon and
+    PostgreSQL are stopped and PostgreSQL's directory removed before this returns or raises."""
+    scratch = common.fresh_scratch("cluster")
+    common.wait_quiet(args.wait_load)
+    loads = {"start": os.getloadavg()[0]}
+    # PostgreSQL's directory must be reachable by its server user: a short private temp dir
+    pg = PgServer(Path(tempfile.mkdtemp(prefix="saltpan-bench-pg-")))
+    results: dict[str, dict[str, Any]] = {}
+    try:
+        if args.only in (None, "sqlite"):
+            results["sqlite"] = Setup("sqlite", scratch, fleet, None, args).run(scratch)
+        if args.only in (None, "cluster"):
+            pg.start()
+            results["cluster"] = Setup("cluster", scratch, fleet, pg, args).run(scratch)
+    finally:
+        with SIGNALS.cleanup():
+            pg.stop()
+    loads["end"] = os.getloadavg()[0]
+    return results, loads
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     common.add_fleet_args(parser)
@@ -414,24 +523,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--storm-timeout", type=float, default=600, help="seconds to wait for a storm (default 600)")
     parser.add_argument("--failover-timeout", type=float, default=60, help="seconds to wait for failover (default 60)")
     parser.add_argument("--no-results", action="store_true", help="do not update bench/RESULTS.md")
+    parser.add_argument("--only", choices=("sqlite", "cluster"),
+                        help="run this setup alone and print its figures (no report, no RESULTS.md update)")
     args = parser.parse_args(argv)
     if args.count < SWARMS * 2:
         parser.error(f"--count must be at least {SWARMS * 2}")
 
     fleet = common.locate_fleet(args.fleet_dir)
-    scratch = common.fresh_scratch("cluster")
-    common.wait_quiet(args.wait_load)
-    loads = {"start": os.getloadavg()[0]}
-    # PostgreSQL's directory must be reachable by its server user: a short private temp dir
-    pg = PgServer(Path(tempfile.mkdtemp(prefix="saltpan-bench-pg-")))
-    results: dict[str, dict[str, Any]] = {}
+    SIGNALS.install()
     try:
-        results["sqlite"] = Setup("sqlite", scratch, fleet, None, args).run(scratch)
-        pg.start()
-        results["cluster"] = Setup("cluster", scratch, fleet, pg, args).run(scratch)
-    finally:
-        pg.stop()
-    loads["end"] = os.getloadavg()[0]
+        results, loads = run_setups(args, fleet)
+    except Stopped as stop:
+        print(f"bench/cluster.py: {stop}; its masters, swarms and PostgreSQL are stopped", file=sys.stderr)
+        return 128 + stop.signum
+    left = [line for r in results.values() for line in r["left"]]
+    if args.only:
+        print(json.dumps(results, indent=1, default=str))
+        if left:
+            print("\nstill running after stop:\n" + "\n".join(left), file=sys.stderr)
+        return 1 if left else 0
     left = [line for r in results.values() for line in r["left"]]
     text = report(args, results["sqlite"], results["cluster"], loads)
     common.publish(SECTION, text, not args.no_results, left)

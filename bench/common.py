@@ -239,6 +239,10 @@ def run_process(argv: Sequence[str], env: dict[str, str] | None = None, cwd: str
             timer.start()
             try:
                 _, status, usage = os.wait4(proc.pid, 0)
+            except BaseException:  # a signal turned into an exception (bench/cluster.py): leave no child behind
+                proc.kill()
+                proc.wait()
+                raise
             finally:
                 timer.cancel()
             elapsed = time.perf_counter() - start

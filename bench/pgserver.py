@@ -79,10 +79,10 @@ class PgServer:
         os.chmod(self.workdir, 0o700)
         self._run([os.path.join(self.bindir, "initdb"), "-D", str(self.data), "-U", self.user, f"--pwfile={pwfile}",
                    "--auth-host=scram-sha-256", "--auth-local=scram-sha-256", "-E", "UTF8"])
+        self.started = True  # from here on stop() has a server to stop, even if interrupted during the start
         self._run([os.path.join(self.bindir, "pg_ctl"), "-D", str(self.data), "-l", str(self.workdir / "log"), "-w",
                    "-t", "60", "-o", f"-p {self.port} -k {self.workdir} -c listen_addresses=127.0.0.1 "
                    f"-c max_connections={self.max_connections}", "start"])
-        self.started = True
 
     def dsn(self, db: str) -> str:
         return f"host=127.0.0.1 port={self.port} user={self.user} password={self.password} dbname={db}"

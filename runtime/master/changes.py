@@ -27,6 +27,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+CHANGES = "changes"     # the two logs, as ChangeLog.wait names them
+EVENTS = "events"
+BOTH_LOGS = frozenset((CHANGES, EVENTS))
+
 
 @dataclass(frozen=True)
 class Change:
@@ -57,8 +61,10 @@ class ChangeLog(Protocol):
     def since(self, seq: int, limit: int = 1000) -> list[Change]:
         """The changes numbered above ``seq``, oldest first."""
 
-    def wait(self, timeout: float) -> bool:
-        """Block until a change may have been recorded (True) or ``timeout`` seconds passed."""
+    def wait(self, timeout: float) -> frozenset[str]:
+        """Block until a change or a shared event may have been recorded, or ``timeout`` seconds
+        passed: the logs the notifications named (``CHANGES``, ``EVENTS``; empty at the timeout),
+        so a reader reads only those."""
 
     def prune(self, keep_s: float) -> int:
         """Forget changes older than ``keep_s`` seconds; how many."""

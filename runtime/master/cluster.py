@@ -17,8 +17,9 @@ Through the database, no master-to-master socket (docs/protocol.md, "Masters in 
   master's events are fired on this bus, frame for frame: ``saltpan event listen`` and a waiting
   ``saltpan run`` on any master see the returns and ``salt/auth`` / ``salt/key`` events of all.
 
-PostgreSQL ``LISTEN`` wakes the relay at each change; it also reads what it may have missed every
-second, and after an outage from where it stopped.  While the database is unreachable the relay
+PostgreSQL ``LISTEN`` wakes the relay at each change, and it reads the log the notification names
+(the changes, or the shared events); it also reads both every second for what it may have missed,
+and after an outage from where it stopped.  While the database is unreachable the relay
 keeps the events of its bus in memory (up to ``MAX_BUFFERED``, the oldest dropped beyond it, with
 a warning) and sends them when it is back; publications older than ``PUBLISH_MAX_AGE_S`` are not
 sent late (their clients stopped waiting).
@@ -31,6 +32,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict, deque
+from collections.abc import Collection
 from typing import Any
 
 import zmq
@@ -40,7 +42,7 @@ from runtime.config import option
 from runtime.crypt.identity import Identity
 from runtime.crypt.publish import seal_publication
 from runtime.events import EVENT_PULL, PROBE_PREFIX, EventListener
-from runtime.master.changes import Change, ChangeLog, SharedEvent
+from runtime.master.changes import BOTH_LOGS, CHANGES, EVENTS, Change, ChangeLog, SharedEvent
 from runtime.master.revocation import loses_identity
 from runtime.master.sessions import SessionStore
 from runtime.master.store.errors import StoreUnavailable
@@ -55,6 +57,7 @@ EVENTS_KEEP_S = 600.0           # shared events are pruned after this
 GAP_WAIT_S = 10.0               # a sequence number not committed after this never will be
 READ_LIMIT = 5000               # rows read per pass
 LOCAL_ONLY_TAGS = ("salt/presence/present",)    # each master's own view, fired by each
+FULL_READ_S = 1.0               # both logs read at least this often, whatever the notifications named
 
 
 def shared_tag(tag: str) -> bool:
@@ -151,22 +154,26 @@ class Relay:
         self.events_cursor = SeqCursor(changes.latest_event())
 
     # ------------------------------------------------------------ from the other masters
-    def catch_up(self) -> int:
-        """Act on the changes and fire the events recorded since the last call; how many."""
+    def catch_up(self, logs: Collection[str] = BOTH_LOGS) -> int:
+        """Act on the changes and fire the events recorded since the last call (of the ``logs``
+        named: a NOTIFY names its log, and a relay woken for events need not read the changes);
+        how many."""
         now = time.monotonic()
         done = 0
-        for change in self.changes.since(self.changes_cursor.low, READ_LIMIT):
-            if self.changes_cursor.take(change.seq):
-                if change.master_id != self.me:
-                    self.apply(change)
-                done += 1
-        self.changes_cursor.advance(now)
-        for event in self.changes.events_since(self.events_cursor.low, READ_LIMIT):
-            if self.events_cursor.take(event.seq):
-                if event.master_id != self.me:
-                    self.fire(event)
-                done += 1
-        self.events_cursor.advance(now)
+        if CHANGES in logs:
+            for change in self.changes.since(self.changes_cursor.low, READ_LIMIT):
+                if self.changes_cursor.take(change.seq):
+                    if change.master_id != self.me:
+                        self.apply(change)
+                    done += 1
+            self.changes_cursor.advance(now)
+        if EVENTS in logs:
+            for event in self.changes.events_since(self.events_cursor.low, READ_LIMIT):
+                if self.events_cursor.take(event.seq):
+                    if event.master_id != self.me:
+                        self.fire(event)
+                    done += 1
+            self.events_cursor.advance(now)
         return done
 
     def apply(self, change: Change) -> None:
@@ -292,18 +299,26 @@ def run(opts: dict[str, Any], identity: Identity, stop: threading.Event) -> None
             thread = threading.Thread(target=target, args=args, daemon=True)
             thread.start()
             threads.append(thread)
+        logs: Collection[str] = BOTH_LOGS
+        last_both = 0.0
         while not stop.is_set():
             try:
-                relay.catch_up()
+                if time.monotonic() - last_both >= FULL_READ_S:
+                    logs = BOTH_LOGS        # what a lost notification or a gap may hold
+                relay.catch_up(logs)
+                if logs == BOTH_LOGS:
+                    last_both = time.monotonic()
                 if time.monotonic() - last_prune > 60:
                     stores.changes.prune_events(EVENTS_KEEP_S)
                     last_prune = time.monotonic()
-                stores.changes.wait(1.0)
+                logs = stores.changes.wait(1.0) or BOTH_LOGS
             except StoreUnavailable as exc:
                 unavailable.warning("cluster:changes", "changes of the other masters not read now: %s", exc.message)
+                logs = BOTH_LOGS
                 stop.wait(1.0)
             except Exception:  # noqa: BLE001 - the relay must keep running
                 log.exception("cluster relay pass failed")
+                logs = BOTH_LOGS
                 stop.wait(1.0)
     finally:
         stop.set()

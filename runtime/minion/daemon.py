@@ -59,6 +59,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("saltpan.minion")
 
+# with its publish connection up, a master answering no heartbeat is left after this many
+# master_alive_interval (a slow master is not a dead one: heartbeat_loop)
+SLOW_MASTER_FACTOR = 3
+
 MAX_PENDING_RETURNS = 1000
 
 R = TypeVar("R", bound=protocol.Reply)
@@ -115,7 +119,8 @@ class Minion:
         self.spread_s = 0.0                       # the re-authentication window the master last announced
         self.clock_offset_ms = 0                  # master clock minus ours, from the last auth reply
         self.refusals = RateLimitedLog(log, option(opts, "refusal_log_interval", float))
-        self.started = False
+        self.started = False            # registered once (grains sent, pillar fetched)
+        self.start_fired = False        # minion_start and salt/minion/<id>/start taken by a master
         self.abandoned: list[dict[str, Any]] = []
         self.sessions_registered = 0
         self.prefix = "" if not quiet else f"[{self.id}] "
@@ -306,9 +311,13 @@ class Minion:
             self.receiver.adopt(pkey, not_before_ms=began)
             self.receiver.clock_offset_ms = session.result.clock_offset_ms
         self.session = session
-        await self.on_registered(session)
+        try:
+            await self.on_registered(session)
+        except transport.RequestTimeout as silent:   # a master too busy to answer: a session problem, not a bug
+            raise SessionError(f"the master did not answer the session's first requests ({silent})") from None
         probe = asyncio.Event()
-        tasks = [asyncio.create_task(self.heartbeat_loop(session, probe), name="heartbeat"),
+        link = watch if self.masters.failover else None     # its connection state is watched with failover only
+        tasks = [asyncio.create_task(self.heartbeat_loop(session, probe, link), name="heartbeat"),
                  asyncio.create_task(self.subscribe_loop(session, watch), name="subscribe"),
                  asyncio.create_task(self.listen_loop(session), name="listen"),
                  asyncio.create_task(stop.wait(), name="stop")]
@@ -360,13 +369,16 @@ class Minion:
         else:
             reply = await session.request(self.pillar_request())
             self.replace_pillar(reply.pillar)
-        if not self.started:
-            self.started = True
+        self.started = True
+        if not self.start_fired:
+            # fired once, but only once the master took it: a busy master that let the request time
+            # out gets it from the next session (watchers of salt/minion/<id>/start wait for it)
             await session.request(protocol.MinionEvents(events=(
                 protocol.MinionEvent(tag="minion_start", data={
                     "cmd": "_minion_event", "pretag": None, "data": f"Minion {self.id} started at {time.ctime()}"}),
                 protocol.MinionEvent(tag=f"salt/minion/{self.id}/start",
                                      data={"data": f"Minion {self.id} started"}))))
+            self.start_fired = True
         while self.pending_returns:
             load = self.pending_returns[0]
             try:
@@ -389,10 +401,23 @@ class Minion:
         self.pillar.update(data)
 
     # -- the three concurrent tasks -------------------------------------------------------
-    async def heartbeat_loop(self, session: Session, probe: asyncio.Event | None = None) -> None:
+    async def heartbeat_loop(self, session: Session, probe: asyncio.Event | None = None,
+                             link: MasterWatch | None = None) -> None:
         """A heartbeat every heartbeat period, or at once when ``probe`` is set (the connection to
-        the master dropped); no reply within master_alive_interval: ``MasterUnreachable``."""
+        the master dropped); no reply within master_alive_interval: ``MasterUnreachable``.
+
+        With ``link`` (the failover list's watch of the master's publish connection): while that
+        connection is up the master's process is there, only slow (its request queue full of a
+        fleet's pillar compiles, say), so unanswered heartbeats end the session only after
+        ``SLOW_MASTER_FACTOR`` x master_alive_interval.  Leaving a busy master at once sent its
+        minions to re-authenticate with the next one, as busy, and back: 1,000 minions on three
+        masters re-authenticated ~1,500 times in one pillar refresh, and the jobs published
+        meanwhile never reached the minions between sessions (bench/cluster.py)."""
         alive = option(self.opts, "master_alive_interval", float) or 3 * session.heartbeat
+        # With the link watched, one request waits all of master_alive_interval: a busy master
+        # answers late (its queue seconds long), and a second try would discard that reply and
+        # queue one more heartbeat.  Without it, two tries of half of it (a lost request retried).
+        timeout, tries = (alive, 1) if link is not None else (max(0.2, alive / 2), 2)
         probe = probe or asyncio.Event()
         answered = time.monotonic()
         wait = session.heartbeat
@@ -407,9 +432,19 @@ class Minion:
             assert self.receiver is not None   # made by run_session before this task starts
             try:
                 reply = await session.request(protocol.Heartbeat(epoch=self.receiver.epoch),
-                                              timeout=max(0.2, alive / 2), tries=2)
+                                              timeout=timeout, tries=tries)
             except transport.RequestTimeout as exc:
-                raise MasterUnreachable(f"the master missed heartbeats for {alive:.1f} s ({exc})") from None
+                silent = time.monotonic() - answered
+                if link is None or not link.link_up:
+                    raise MasterUnreachable(f"the master missed heartbeats for {alive:.1f} s ({exc})") from None
+                if silent >= SLOW_MASTER_FACTOR * alive:
+                    raise MasterUnreachable(f"the master answered no heartbeat for {silent:.1f} s, its publish "
+                                            f"connection up ({exc})") from None
+                self.refusals.warning("heartbeat:slow", "%sno heartbeat reply for %.1f s, the master's publish "
+                                      "connection up: it is slow, not gone; keeping the session (up to %.1f s)",
+                                      self.prefix, silent, SLOW_MASTER_FACTOR * alive)
+                wait = 0.0
+                continue
             except RemoteRefusal as exc:
                 if exc.reason not in BUSY_REASONS:
                     raise SessionError(f"heartbeat refused: {exc}") from None

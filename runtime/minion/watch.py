@@ -15,7 +15,9 @@ answered, the current one was acted on (or answered us) already; a forged one fa
 
 ``disconnected()`` reports the subscriber's connection dropping (a ZeroMQ socket monitor): a
 master whose process died closes it at once.  A minion with a failover list uses it to check its
-master now instead of at the next heartbeat (runtime/minion/daemon.py).
+master now instead of at the next heartbeat (runtime/minion/daemon.py), and ``link_up`` (the
+connection as the monitor last saw it) to tell a master that is slow to answer (its process holds
+the connection) from one that is gone.
 """
 
 from __future__ import annotations
@@ -52,6 +54,9 @@ class MasterWatch:
         self.acted: collections.deque[bytes] = collections.deque(maxlen=16)
         self.refused = 0
         self._monitor: zmq.asyncio.Socket | None = None
+        # the publish connection as the monitor last reported it; up until it reports a drop (the
+        # monitor starts after the first session's hello, so it may miss the first connect)
+        self.link_up = True
 
     async def recv(self) -> tuple[bytes, bytes] | None:
         """The next (topic, body), or None for a message that is not two frames."""
@@ -84,13 +89,19 @@ class MasterWatch:
         return announcement
 
     async def disconnected(self) -> None:
-        """Return when the connection to the master's publish port drops."""
+        """Return when the connection to the master's publish port drops (``link_up`` follows the
+        connects and drops the monitor reports meanwhile)."""
         if self._monitor is None:
-            self._monitor = self.sub.get_monitor_socket(zmq.EVENT_DISCONNECTED)
+            self._monitor = self.sub.get_monitor_socket(zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED)
         while True:
             frames = await self._monitor.recv_multipart()
-            if len(frames) == 2 and len(frames[0]) >= 2 \
-                    and int.from_bytes(frames[0][:2], "little") == zmq.EVENT_DISCONNECTED:
+            if len(frames) != 2 or len(frames[0]) < 2:
+                continue
+            event = int.from_bytes(frames[0][:2], "little")
+            if event == zmq.EVENT_CONNECTED:
+                self.link_up = True
+            elif event == zmq.EVENT_DISCONNECTED:
+                self.link_up = False
                 return
 
     @staticmethod

@@ -98,6 +98,20 @@ def test_a_restart_between_two_requests_goes_unnoticed(postgres: Postgres, pg_op
     keys.close()
 
 
+def test_a_return_after_a_restart_is_stored_once(postgres: Postgres, pg_opts: dict[str, Any]) -> None:
+    # a return is one autocommit statement (PgDatabase.write): on the dead pooled connection it is
+    # sent again on a new one, stored, and a second return of the minion is still a duplicate
+    jobs = factory.open_job_cache(pg_opts)
+    assert jobs.add_job("20990101000000000101", "test.ping", [], "*", "glob", "root", ["web1", "web2"])
+    assert jobs.add_return("20990101000000000101", "web1", "test.ping", True, True, 0)
+    postgres.stop()
+    postgres.start()
+    assert jobs.add_return("20990101000000000101", "web2", "test.ping", True, True, 0)
+    assert not jobs.add_return("20990101000000000101", "web2", "test.ping", False, True, 0)
+    assert sorted(jobs.returns("20990101000000000101")) == ["web1", "web2"]
+    jobs.close()
+
+
 def test_returns_arriving_while_the_job_cache_is_away_are_kept_then_handed_over(
         postgres: Postgres, pg_opts: dict[str, Any]) -> None:
     import zmq

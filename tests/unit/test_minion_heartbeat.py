@@ -6,6 +6,7 @@ once, which loaded it more (bench/restart.py with 1,000 minions: 720 sessions dr
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +15,16 @@ import pytest
 from runtime import protocol
 from runtime.crypt.errors import RemoteRefusal
 from runtime.crypt.identity import Identity
-from runtime.minion.daemon import Minion
+from runtime.minion.daemon import SLOW_MASTER_FACTOR, Minion
 from runtime.minion.session import MasterUnreachable, SessionError
+from runtime.transport import RequestTimeout
+
+
+class Link:
+    """What heartbeat_loop reads of the master's publish connection (MasterWatch.link_up)."""
+
+    def __init__(self, up: bool) -> None:
+        self.link_up = up
 
 
 class Receiver:
@@ -23,7 +32,8 @@ class Receiver:
 
 
 class HeartbeatSession:
-    """Answers heartbeats from a script: a RemoteRefusal reason, or a reply."""
+    """Answers heartbeats from a script: a RemoteRefusal reason, ``"timeout"`` (no reply within the
+    request's time: RequestTimeout after it), or None for a reply."""
 
     heartbeat = 0.05
 
@@ -35,6 +45,15 @@ class HeartbeatSession:
         assert isinstance(message, protocol.Heartbeat)
         step = self.script[min(self.sent, len(self.script) - 1)]
         self.sent += 1
+        if step == "timeout":
+            await asyncio.sleep(timeout or 0)
+            raise RequestTimeout(f"no reply after 2 tries of {timeout} s")
+        if step is not None and step.startswith("after "):    # a busy master: the reply comes this late
+            late = float(step.split()[1])
+            await asyncio.sleep(min(late, timeout or 0))
+            if timeout is None or late > timeout:
+                raise RequestTimeout(f"no reply after {tries} tries of {timeout} s")
+            step = None
         if step is not None:
             raise RemoteRefusal("master refused the request: request refused", step)
         return protocol.HeartbeatReply(now=0, heartbeat=self.heartbeat, epoch=1, publish_key=None)
@@ -48,10 +67,11 @@ def make_minion(tmp_path: Path, alive: float) -> Minion:
     return minion
 
 
-def run_heartbeats(minion: Minion, session: HeartbeatSession, seconds: float) -> BaseException | None:
+def run_heartbeats(minion: Minion, session: HeartbeatSession, seconds: float,
+                   link: Link | None = None) -> BaseException | None:
     async def main() -> BaseException | None:
         try:
-            await asyncio.wait_for(minion.heartbeat_loop(session), seconds)  # type: ignore[arg-type]
+            await asyncio.wait_for(minion.heartbeat_loop(session, None, link), seconds)  # type: ignore[arg-type]
         except TimeoutError:
             return None
         except Exception as exc:   # noqa: BLE001 - what ended the loop is the result
@@ -81,3 +101,44 @@ def test_other_refusals_end_the_session_at_once(tmp_path: Path, reason: str) -> 
     ended = run_heartbeats(minion, session, 2.0)
     assert isinstance(ended, SessionError) and "heartbeat refused" in str(ended)
     assert session.sent == 1
+
+
+# A heartbeat unanswered while the master's publish connection is up (a master slow with a fleet's
+# pillar compiles): the session stands for SLOW_MASTER_FACTOR x master_alive_interval.  Ending it
+# at master_alive_interval sent 1,000 minions of three busy masters from one to the next (~1,500
+# re-authentications in one pillar refresh) and the jobs published meanwhile never reached them.
+
+def test_unanswered_heartbeats_with_the_connection_up_keep_the_session_until_the_master_answers(
+        tmp_path: Path) -> None:
+    minion = make_minion(tmp_path, alive=0.2)
+    session = HeartbeatSession(["timeout", "timeout", None, "timeout", None])
+    assert run_heartbeats(minion, session, 1.5, Link(up=True)) is None
+    assert session.sent >= 5
+
+
+def test_a_master_silent_for_three_alive_intervals_with_the_connection_up_is_left(tmp_path: Path) -> None:
+    minion = make_minion(tmp_path, alive=0.2)
+    started = time.monotonic()
+    ended = run_heartbeats(minion, HeartbeatSession(["timeout"]), 5.0, Link(up=True))
+    took = time.monotonic() - started
+    assert isinstance(ended, MasterUnreachable) and "publish connection up" in str(ended)
+    assert SLOW_MASTER_FACTOR * 0.2 <= took < SLOW_MASTER_FACTOR * 0.2 + 0.5
+
+
+@pytest.mark.parametrize("link", [Link(up=False), None], ids=["connection-dropped", "no-failover-watch"])
+def test_unanswered_heartbeat_without_the_connection_is_a_dead_master(tmp_path: Path, link: Link | None) -> None:
+    minion = make_minion(tmp_path, alive=0.2)
+    session = HeartbeatSession(["timeout"])
+    started = time.monotonic()
+    ended = run_heartbeats(minion, session, 5.0, link)
+    assert isinstance(ended, MasterUnreachable) and "missed heartbeats" in str(ended)
+    assert time.monotonic() - started < 0.5 and session.sent == 1
+
+
+def test_a_busy_master_answering_within_master_alive_interval_keeps_the_session(tmp_path: Path) -> None:
+    # every reply 0.3 s late with master_alive_interval 0.4: one request waits for it (two tries of
+    # 0.2 s each gave up on every reply, and the session ended as if the master were dead)
+    minion = make_minion(tmp_path, alive=0.4)
+    session = HeartbeatSession(["after 0.3"])
+    assert run_heartbeats(minion, session, 2.0, Link(up=True)) is None
+    assert session.sent >= 3

@@ -199,11 +199,11 @@ class NoChanges:
     def prune_events(self, keep_s: float) -> int:
         return 0
 
-    def wait(self, timeout: float) -> bool:
+    def wait(self, timeout: float) -> frozenset[str]:
         import time
 
         time.sleep(max(0.0, timeout))
-        return False
+        return frozenset()
 
     def prune(self, keep_s: float) -> int:
         return 0

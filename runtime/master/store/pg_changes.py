@@ -7,7 +7,7 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
-from runtime.master.changes import Change, SharedEvent
+from runtime.master.changes import CHANGES, EVENTS, Change, SharedEvent
 from runtime.master.store.pg import PgDatabase, scalar
 
 if TYPE_CHECKING:
@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
 CHANNEL = "saltpan_changes"
 EVENTS_CHANNEL = "saltpan_events"
+_LOG_OF = {CHANNEL: CHANGES, EVENTS_CHANNEL: EVENTS}
 
 
 def record_change(conn: Conn, topic: str, data: dict[str, Any], master_id: str) -> int:
@@ -43,17 +44,17 @@ class PgChangeLog:
             (seq, limit)).fetchall(), transaction=False)
         return [Change(int(r[0]), r[1], json.loads(r[2]), r[3], float(r[4])) for r in rows]
 
-    def wait(self, timeout: float) -> bool:
-        """LISTEN on a connection of its own (not one of the pool: it stays subscribed)."""
+    def wait(self, timeout: float) -> frozenset[str]:
+        """LISTEN on a connection of its own (not one of the pool: it stays subscribed); the logs
+        named by the notifications that arrived together (more than one may come in one packet)."""
         psycopg = self.db.psycopg
         try:
             if self._listener is None or self._listener.closed or self._listener.broken:
                 self._listener = self.db.dedicated_connection()
                 self._listener.execute(f"LISTEN {CHANNEL}")
                 self._listener.execute(f"LISTEN {EVENTS_CHANNEL}")
-            for _ in self._listener.notifies(timeout=timeout, stop_after=1):
-                return True
-            return False
+            return frozenset(_LOG_OF[n.channel] for n in self._listener.notifies(timeout=timeout, stop_after=1)
+                             if n.channel in _LOG_OF)
         except psycopg.Error as exc:
             if self._listener is not None:
                 self._listener.close()

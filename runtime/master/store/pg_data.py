@@ -19,18 +19,16 @@ class PgDataCache(BankCache):
         self.db.close()
 
     def _put(self, minion: str, bank: str, text: str, updated: float) -> None:
-        self.db.run(lambda c: c.execute(
-            "INSERT INTO saltpan_minion_data (minion, bank, value, updated) VALUES (%s, %s, %s, %s) "
-            "ON CONFLICT (minion, bank) DO UPDATE SET value = excluded.value, updated = excluded.updated",
-            (minion, bank, text, updated)))
+        self.db.write("INSERT INTO saltpan_minion_data (minion, bank, value, updated) VALUES (%s, %s, %s, %s) "
+                      "ON CONFLICT (minion, bank) DO UPDATE SET value = excluded.value, updated = excluded.updated",
+                      (minion, bank, text, updated))
 
     def _delete(self, minion: str, bank: str, updated: float | None = None) -> None:
         if updated is None:
-            self.db.run(lambda c: c.execute("DELETE FROM saltpan_minion_data WHERE minion = %s AND bank = %s",
-                                            (minion, bank)))
+            self.db.write("DELETE FROM saltpan_minion_data WHERE minion = %s AND bank = %s", (minion, bank))
         else:
-            self.db.run(lambda c: c.execute("DELETE FROM saltpan_minion_data WHERE minion = %s AND bank = %s "
-                                            "AND updated = %s", (minion, bank, updated)))
+            self.db.write("DELETE FROM saltpan_minion_data WHERE minion = %s AND bank = %s AND updated = %s",
+                          (minion, bank, updated))
 
     def _get(self, minion: str, bank: str) -> tuple[str, float] | None:
         row = self.db.run(lambda c: c.execute("SELECT value, updated FROM saltpan_minion_data WHERE minion = %s "

@@ -45,10 +45,12 @@ class PgJobCache:
             "ON CONFLICT (jid) DO NOTHING", params).rowcount == 1)
 
     def add_return(self, jid: str, minion: str, fun: str, ret: Any, success: bool, retcode: int) -> bool:
+        # one statement in autocommit (PgDatabase.write): sent again on a dead pooled connection, where
+        # a first send PostgreSQL committed makes it "duplicate", as a minion's own resend would
         params = (jid, minion, fun, jsonsafe.dumps(ret), bool(success), int(retcode), time.time(), self.master_id)
-        return self.db.run(lambda c: c.execute(
-            "INSERT INTO saltpan_job_returns (jid, minion, fun, ret, success, retcode, received, master_id) "
-            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (jid, minion) DO NOTHING", params).rowcount == 1)
+        return self.db.write("INSERT INTO saltpan_job_returns (jid, minion, fun, ret, success, retcode, received, "
+                             "master_id) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (jid, minion) DO NOTHING",
+                             params) == 1
 
     def job(self, jid: str) -> dict[str, Any] | None:
         row = self.db.run(lambda c: c.execute(f"SELECT {_JOB_COLUMNS} FROM saltpan_jobs WHERE jid = %s",
