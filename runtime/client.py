@@ -61,9 +61,11 @@ class LocalClient:
         self._requests: transport.RequestClient | None = None
         self._idle_listener: EventListener | None = None
         self._lock = threading.Lock()   # jobs may run from several threads at once
+        self._closed = False
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True     # a job still running in another thread closes its own at its end
             requests, self._requests = self._requests, None
             listener, self._idle_listener = self._idle_listener, None
         if requests is not None:
@@ -155,7 +157,7 @@ class LocalClient:
         if listener is None:
             return
         with self._lock:
-            if self._idle_listener is None:
+            if self._idle_listener is None and not self._closed:
                 self._idle_listener, listener = listener, None
         if listener is not None:
             listener.close()

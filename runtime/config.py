@@ -586,11 +586,12 @@ def load_data_file(path: str, what: str, error: type[Exception], formats: str = 
     except OSError as exc:
         raise error(f"cannot read {what} file {path}: {exc.strerror}") from None
     if path.endswith(".json"):
-        # JSON is YAML too, but json reads it without PyYAML's import (a third of a short CLI run)
+        # JSON is YAML too, but json reads it without PyYAML's import (a third of a short CLI run);
+        # what json refuses (a comment, a BOM, an empty file) PyYAML reads as Salt does, or names
         try:
             return json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise error(f"{path}:{exc.lineno}: {what} file is not valid JSON: {exc.msg}") from None
+        except json.JSONDecodeError:
+            pass
     import yaml  # here, not at the top: a minion reads its options (``option``) without PyYAML loaded
 
     try:

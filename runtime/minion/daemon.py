@@ -48,6 +48,7 @@ from runtime.minion.session import (
     authenticate,
 )
 from runtime.minion.watch import MasterWatch
+from runtime.protocol import errors as protocol_errors
 from runtime.ratelog import RateLimitedLog
 from runtime.state_returns import STATE_FUNCTIONS, state_retcode
 
@@ -71,6 +72,11 @@ R = TypeVar("R", bound=protocol.Reply)
 # sealed refusals of a return that no resend can change: the master stored one already (the reply to
 # the first try was lost), the job is unknown or was not sent to this minion (docs/protocol.md)
 FINAL_RETURN_REFUSALS = frozenset({"duplicate", "unknown_job", "not_targeted"})
+# ... and the refusals of a return the master cannot even decode (too deep, too long, malformed):
+# resent, it would be refused the same way every time; any other refusal is for now (a busy queue,
+# the store unreachable) and the return is kept
+DROPPED_RETURN_REFUSALS = FINAL_RETURN_REFUSALS | frozenset(
+    token for token, error in protocol_errors.ERRORS.items() if error.stage == "decode")
 
 
 class LocalEvent:
@@ -120,6 +126,7 @@ class Minion:
         self.clock_offset_ms = 0                  # master clock minus ours, from the last auth reply
         self.refusals = RateLimitedLog(log, option(opts, "refusal_log_interval", float))
         self.started = False            # registered once (grains sent, pillar fetched)
+        self.flushing = False           # flush_pending running
         self.start_fired = False        # minion_start and salt/minion/<id>/start taken by a master
         self.abandoned: list[dict[str, Any]] = []
         self.sessions_registered = 0
@@ -315,6 +322,10 @@ class Minion:
             await self.on_registered(session)
         except transport.RequestTimeout as silent:   # a master too busy to answer: a session problem, not a bug
             raise SessionError(f"the master did not answer the session's first requests ({silent})") from None
+        except RemoteRefusal as refused:
+            if refused.reason not in BUSY_REASONS:
+                raise
+            raise SessionError(f"the master refused the session's first requests as busy ({refused})") from None
         probe = asyncio.Event()
         link = watch if self.masters.failover else None     # its connection state is watched with failover only
         tasks = [asyncio.create_task(self.heartbeat_loop(session, probe, link), name="heartbeat"),
@@ -379,17 +390,30 @@ class Minion:
                 protocol.MinionEvent(tag=f"salt/minion/{self.id}/start",
                                      data={"data": f"Minion {self.id} started"}))))
             self.start_fired = True
-        while self.pending_returns:
-            load = self.pending_returns[0]
-            try:
-                await session.request(load)
-            except RemoteRefusal as exc:
-                if exc.reason not in FINAL_RETURN_REFUSALS:
-                    raise
-                # the master has it already (its reply was lost as it died) or will never take it:
-                # resending it at every new session would fail each one
-                log.warning("%sundelivered return for %s dropped: %s", self.prefix, load.jid, exc)
-            self.pending_returns.popleft()
+        await self.flush_pending(session)
+
+    async def flush_pending(self, session: Session) -> None:
+        """Send the returns kept from earlier (oldest first): at a new session, and after each
+        return delivered.  One the master has already, or cannot decode, is dropped (resending it
+        would fail every time); one refused for now (busy, its store unreachable) stops the flush
+        and stays kept, for the next return delivered or the next session."""
+        if self.flushing:
+            return
+        self.flushing = True
+        try:
+            while self.pending_returns:
+                load = self.pending_returns[0]
+                try:
+                    await session.request(load)
+                except RemoteRefusal as exc:
+                    if exc.reason not in DROPPED_RETURN_REFUSALS:
+                        self.refusals.warning("return:kept", "%skept return for %s refused (%s): kept for later",
+                                              self.prefix, load.jid, exc.reason)
+                        return
+                    log.warning("%sundelivered return for %s dropped: %s", self.prefix, load.jid, exc)
+                self.pending_returns.popleft()
+        finally:
+            self.flushing = False
 
     def pillar_request(self, clean_cache: bool = False) -> protocol.PillarRequest:
         """What the minion asks the master for its pillar: its grains and environments."""
@@ -449,10 +473,12 @@ class Minion:
                 if exc.reason not in BUSY_REASONS:
                     raise SessionError(f"heartbeat refused: {exc}") from None
                 # the master's queue is full for now: the session stands; one more try soon, and a
-                # master that stays busy for master_alive_interval counts as one that does not answer
+                # master that stays busy for master_alive_interval (SLOW_MASTER_FACTOR times that
+                # with its publish connection up, as a silent one) counts as one that does not answer
                 # (the refusal is unauthenticated: a forged one can do no more than a lost reply)
-                if time.monotonic() - answered > alive:
-                    raise MasterUnreachable(f"the master refused heartbeats as busy for {alive:.1f} s") from None
+                limit = alive * (SLOW_MASTER_FACTOR if link is not None and link.link_up else 1)
+                if time.monotonic() - answered > limit:
+                    raise MasterUnreachable(f"the master refused heartbeats as busy for {limit:.1f} s") from None
                 self.refusals.warning("heartbeat:busy", "%sheartbeat refused (%s): trying again", self.prefix, exc.reason)
                 wait = min(session.heartbeat, max(0.2, alive / 4)) * (0.5 + random.random())
                 continue
@@ -587,9 +613,14 @@ class Minion:
             try:
                 await session.request(load)
                 log.debug("%sreturned job %s (retcode %s)", self.prefix, load.jid, load.retcode)
+                if self.pending_returns:   # the master takes returns again: the kept ones too
+                    try:
+                        await self.flush_pending(session)
+                    except (transport.RequestTimeout, SessionError) as exc:
+                        log.info("%skept returns not sent yet (%s)", self.prefix, exc)
                 return
             except RemoteRefusal as exc:
-                if exc.reason in FINAL_RETURN_REFUSALS:
+                if exc.reason in DROPPED_RETURN_REFUSALS:
                     log.warning("%sreturn for %s refused: %s", self.prefix, load.jid, exc)
                     return
                 if exc.reason in BUSY_REASONS:
@@ -601,8 +632,7 @@ class Minion:
                     await asyncio.sleep(self.return_retry_wait())
                     last = None if self.session is session else session
                     continue
-                log.warning("%sreturn for %s refused (%s); will resend through the next session",
-                            self.prefix, load.jid, exc)
+                log.warning("%sreturn for %s refused (%s); kept, to be sent again", self.prefix, load.jid, exc)
             except (transport.RequestTimeout, SessionError) as exc:
                 log.warning("%sreturn for %s not delivered yet (%s); will resend", self.prefix, load.jid, exc)
         self.pending_returns.append(load)

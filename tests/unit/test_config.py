@@ -59,11 +59,16 @@ def test_a_json_config_is_read_as_json_with_its_errors_named(tmp_path) -> None:
     good = tmp_path / "master.json"
     good.write_text('{"ret_port": 4516, "interface": "127.0.0.2", "auto_accept": true, "x": null}\n')
     assert read_file(str(good)) == {"ret_port": 4516, "interface": "127.0.0.2", "auto_accept": True, "x": None}
+    # what json refuses but YAML (Salt's reader for every config file) takes
+    for text, data in (("", {}), ("\ufeff{\"ret_port\": 4516}", {"ret_port": 4516}),
+                       ("# the master\n{\"ret_port\": 4516}\n", {"ret_port": 4516})):
+        good.write_text(text, encoding="utf-8")
+        assert read_file(str(good)) == data
     bad = tmp_path / "bad.json"
-    bad.write_text('{\n  "ret_port": 4516,\n  "interface": \n}\n')
+    bad.write_text('{\n  "ret_port": 4516,\n  "interface": "x"\n')
     with pytest.raises(ConfigError) as info:
         read_file(str(bad))
-    assert str(info.value).startswith(f"{bad}:4: config file is not valid JSON")
+    assert str(info.value).startswith(f"{bad}:4: config file is not valid YAML/JSON")
 
 
 def test_a_config_file_must_be_a_mapping(tmp_path) -> None:

@@ -142,3 +142,16 @@ def test_a_busy_master_answering_within_master_alive_interval_keeps_the_session(
     session = HeartbeatSession(["after 0.3"])
     assert run_heartbeats(minion, session, 2.0, Link(up=True)) is None
     assert session.sent >= 3
+
+
+@pytest.mark.parametrize(("link", "factor"), [(Link(up=True), SLOW_MASTER_FACTOR), (Link(up=False), 1), (None, 1)],
+                         ids=["connection-up", "connection-dropped", "no-failover-watch"])
+def test_a_busy_master_is_left_as_late_as_a_silent_one(tmp_path: Path, link: Link | None, factor: int) -> None:
+    """Busy refusals and unanswered heartbeats mean the same (the master's queue is full): with the
+    publish connection up, either keeps the session for SLOW_MASTER_FACTOR x master_alive_interval."""
+    minion = make_minion(tmp_path, alive=0.2)
+    started = time.monotonic()
+    ended = run_heartbeats(minion, HeartbeatSession(["busy"]), 5.0, link)
+    took = time.monotonic() - started
+    assert isinstance(ended, MasterUnreachable) and "busy" in str(ended)
+    assert factor * 0.2 <= took < factor * 0.2 + 0.5

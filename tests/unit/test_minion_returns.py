@@ -105,11 +105,33 @@ def test_a_kept_return_the_master_already_has_is_dropped_not_resent_forever(mini
     assert not minion.pending_returns
 
 
-def test_a_kept_return_refused_for_now_stays_kept(minion: Minion) -> None:
-    minion.pending_returns.append(ret())
-    with pytest.raises(RemoteRefusal):
-        _registered_again(minion, RefusingSession({"20990101000000000001": "busy"}))
-    assert len(minion.pending_returns) == 1
+@pytest.mark.parametrize("reason", ["busy", "store_unavailable", "internal_error"])
+def test_a_kept_return_refused_for_now_stays_kept_and_the_session_goes_on(minion: Minion, reason: str) -> None:
+    """It used to fail the new session (a traceback, and the same at every session after)."""
+    minion.pending_returns.extend([ret("20990101000000000001"), ret("20990101000000000002")])
+    session = RefusingSession({"20990101000000000001": reason})
+    _registered_again(minion, session)
+    assert [r.jid for r in minion.pending_returns] == ["20990101000000000001", "20990101000000000002"]
+    assert not [m for m in session.delivered if isinstance(m, protocol.JobReturn)]
+
+
+def test_a_kept_return_the_master_cannot_decode_is_dropped(minion: Minion) -> None:
+    minion.pending_returns.extend([ret("20990101000000000001"), ret("20990101000000000002")])
+    session = RefusingSession({"20990101000000000001": "too_deep"})
+    _registered_again(minion, session)
+    assert [m.jid for m in session.delivered if isinstance(m, protocol.JobReturn)] == ["20990101000000000002"]
+    assert not minion.pending_returns
+
+
+def test_kept_returns_follow_the_next_return_delivered(minion: Minion) -> None:
+    """A return kept while the master refused it for now goes as soon as the master takes returns
+    again, not only at the next session."""
+    minion.pending_returns.append(ret("20990101000000000001"))
+    session = RecordingSession()
+    minion.session = session  # type: ignore[assignment]
+    asyncio.run(minion.send_return(ret("20990101000000000002")))
+    assert [m.jid for m in session.delivered] == ["20990101000000000002", "20990101000000000001"]
+    assert not minion.pending_returns
 
 
 class BusyThenTaking(RecordingSession):
@@ -170,10 +192,17 @@ def test_a_return_refused_busy_goes_through_the_master_the_minion_moved_to(minio
     assert not minion.pending_returns
 
 
-def test_a_return_refused_for_a_session_reason_is_kept_not_dropped(minion: Minion) -> None:
-    minion.session = BusyThenTaking(1, "unknown_session")  # type: ignore[assignment]
+def test_a_return_refused_while_the_store_is_unreachable_is_kept_not_dropped(minion: Minion) -> None:
+    minion.session = BusyThenTaking(1, "store_unavailable")  # type: ignore[assignment]
     asyncio.run(minion.send_return(ret()))
     assert [r.jid for r in minion.pending_returns] == ["20990101000000000001"]
+
+
+@pytest.mark.parametrize("reason", ["too_deep", "too_long", "malformed", "ext_type", "duplicate"])
+def test_a_return_no_resend_can_change_is_dropped(minion: Minion, reason: str) -> None:
+    minion.session = BusyThenTaking(1, reason)  # type: ignore[assignment]
+    asyncio.run(minion.send_return(ret()))
+    assert not minion.pending_returns
 
 
 def test_a_return_the_master_has_already_is_dropped(minion: Minion) -> None:
