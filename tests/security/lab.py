@@ -295,8 +295,8 @@ class Lab:
 
         started = time.monotonic()
         try:
-            client = LocalClient(self.opts, timeout=timeout)
-            result = client.cmd([minion_id], "test.ping", tgt_type="list", timeout=timeout, check_running=False)
+            with LocalClient(self.opts, timeout=timeout) as client:   # its kept sockets closed now, not at GC
+                result = client.cmd([minion_id], "test.ping", tgt_type="list", timeout=timeout, check_running=False)
         except (ClientError, OSError) as exc:
             return PingResult(False, time.monotonic() - started, None, str(exc))
         ret = result.returns.get(minion_id) or {}
