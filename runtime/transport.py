@@ -70,9 +70,11 @@ class SocketLimits:
 DEFAULT_LIMITS = SocketLimits()
 
 
-def make_socket(ctx: zmq.Context, kind: int, limits: SocketLimits = DEFAULT_LIMITS) -> zmq.Socket:
-    """A socket of ``kind`` (zmq.ROUTER, zmq.DEALER, ...) with every bound of ``limits`` applied."""
-    sock = ctx.socket(kind)
+def make_socket(ctx: zmq.Context, kind: int, limits: SocketLimits = DEFAULT_LIMITS, *,
+                plain: bool = False) -> zmq.Socket:
+    """A socket of ``kind`` (zmq.ROUTER, zmq.DEALER, ...) with every bound of ``limits`` applied.
+    ``plain``: a ``zmq.Socket`` even from a ``zmq.asyncio`` context, for ``runtime.transport_loop``."""
+    sock = zmq.Socket(ctx, kind) if plain else ctx.socket(kind)
     sock.setsockopt(zmq.LINGER, 0)
     sock.setsockopt(zmq.MAXMSGSIZE, limits.max_message_size)
     sock.setsockopt(zmq.SNDHWM, limits.sndhwm)
@@ -312,9 +314,10 @@ def minion_topic(minion_id: str) -> bytes:
 
 
 def make_subscriber(ctx: zmq.Context, address: str, minion_id: str | None = None,
-                    limits: SocketLimits = DEFAULT_LIMITS) -> zmq.Socket:
-    """SUB connected to ``address``, subscribed to ``BROADCAST`` and the minion's own topic."""
-    sock = make_socket(ctx, zmq.SUB, limits)
+                    limits: SocketLimits = DEFAULT_LIMITS, *, plain: bool = False) -> zmq.Socket:
+    """SUB connected to ``address``, subscribed to ``BROADCAST`` and the minion's own topic
+    (``plain``: as for :func:`make_socket`)."""
+    sock = make_socket(ctx, zmq.SUB, limits, plain=plain)
     sock.setsockopt(zmq.SUBSCRIBE, BROADCAST)
     if minion_id is not None:
         sock.setsockopt(zmq.SUBSCRIBE, minion_topic(minion_id))

@@ -37,6 +37,7 @@ from runtime.crypt.announce import (
     open_announcement,
     peek_announcement,
 )
+from runtime.transport_loop import Inbox
 
 log = logging.getLogger("saltpan.minion.watch")
 
@@ -47,9 +48,10 @@ _LIMITS = transport.SocketLimits(reconnect_ivl_max_ms=RECONNECT_MAX_MS)
 class MasterWatch:
     def __init__(self, ctx: zmq.asyncio.Context, address: str, minion_id: str) -> None:
         self.address = address
-        sock = transport.make_subscriber(ctx, address, minion_id, _LIMITS)
-        sock.setsockopt(zmq.SUBSCRIBE, ANNOUNCE_TOPIC)
-        self.sub = cast(zmq.asyncio.Socket, sock)
+        # a plain socket read by a loop callback (runtime.transport_loop), not pyzmq's asyncio layer
+        self.sub = transport.make_subscriber(ctx, address, minion_id, _LIMITS, plain=True)
+        self.sub.setsockopt(zmq.SUBSCRIBE, ANNOUNCE_TOPIC)
+        self.inbox = Inbox(self.sub)
         self.last_answer_ms = 0               # master clock, last auth reply of this master
         self.acted: collections.deque[bytes] = collections.deque(maxlen=16)
         self.refused = 0
@@ -60,7 +62,7 @@ class MasterWatch:
 
     async def recv(self) -> tuple[bytes, bytes] | None:
         """The next (topic, body), or None for a message that is not two frames."""
-        frames = await self.sub.recv_multipart()
+        frames = await self.inbox.recv()
         if len(frames) != 2:
             return None
         return frames[0], frames[1]
@@ -92,7 +94,9 @@ class MasterWatch:
         """Return when the connection to the master's publish port drops (``link_up`` follows the
         connects and drops the monitor reports meanwhile)."""
         if self._monitor is None:
-            self._monitor = self.sub.get_monitor_socket(zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED)
+            # made by the socket's context, an asyncio one: so is this PAIR (rare events: pyzmq's layer is fine)
+            self._monitor = cast(zmq.asyncio.Socket,
+                                 self.sub.get_monitor_socket(zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED))
         while True:
             frames = await self._monitor.recv_multipart()
             if len(frames) != 2 or len(frames[0]) < 2:
@@ -116,4 +120,5 @@ class MasterWatch:
                 pass
             self._monitor.close(linger=0)
             self._monitor = None
+        self.inbox.close()
         self.sub.close(linger=0)
