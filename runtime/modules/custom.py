@@ -189,6 +189,18 @@ class Loaded:
     errors: dict[str, str]
 
 
+def has_modules(opts: Mapping[str, Any]) -> bool:
+    """Whether any custom module is synced to this host (what :func:`loaded` would load)."""
+    base = extmods_dir(opts)
+    for kind in KINDS:
+        try:
+            if any(f.endswith(".py") and not f.startswith(".") for f in os.listdir(os.path.join(base, kind))):
+                return True
+        except OSError:
+            continue
+    return False
+
+
 def loaded(env: ModuleEnv, table: FunctionTable) -> Loaded:
     """This job's custom modules (loaded on first use; nothing when the extmods dir is empty);
     ``table`` gives their ``__salt__`` (runtime.modules.function_table of the job)."""
