@@ -150,6 +150,41 @@ def bound_port(endpoint: str) -> int:
 
 # ------------------------------------------------------------------ framing helpers
 
+# pyzmq's send_multipart and recv_multipart check each part's type and combine their flags as enum
+# members (Python-level enum arithmetic per part): a request crossing the master takes ~35 parts.
+# These do the same with plain ints; small parts are copied (pyzmq's zero-copy of a small buffer
+# costs more than the copy: a message to its garbage-collector thread when libzmq releases it).
+_SNDMORE = int(zmq.SNDMORE)
+_RCVMORE = int(zmq.RCVMORE)
+NOBLOCK = int(zmq.NOBLOCK)
+
+
+def send_parts(sock: zmq.Socket, parts: list[Any], flags: int = 0) -> None:
+    """``sock.send_multipart(parts, flags)``: bytes are copied, a ``zmq.Frame`` passed on as is.
+    Raises ``zmq.Again`` (with ``NOBLOCK``) before any part is sent: a multipart message is queued
+    whole or not at all."""
+    send = sock.send
+    more = _SNDMORE | flags
+    last = len(parts) - 1
+    for index, part in enumerate(parts):
+        send(part, flags if index == last else more)
+
+
+def recv_parts(sock: zmq.Socket, flags: int = 0, max_frames: int = MAX_FRAMES) -> list[bytes] | None:
+    """One whole message as bytes, or None (after draining it) when it has more than
+    ``max_frames`` frames; ``zmq.Again`` with ``NOBLOCK`` when there is none."""
+    recv = sock.recv
+    getsockopt = sock.getsockopt
+    frames: list[bytes] = [recv(flags)]
+    while getsockopt(_RCVMORE):
+        if len(frames) >= max_frames:
+            while getsockopt(_RCVMORE):
+                recv(flags)
+            return None
+        frames.append(recv(flags))
+    return frames
+
+
 def recv_frames(sock: zmq.Socket, max_frames: int = MAX_FRAMES) -> list[zmq.Frame] | None:
     """Receive one whole message without blocking; None (after draining it) if it has more than
     ``max_frames`` frames.  Call only when the socket is readable."""
@@ -265,31 +300,31 @@ class WorkerSocket:
     def __init__(self, ctx: zmq.Context, address: str, limits: SocketLimits = DEFAULT_LIMITS) -> None:
         self.sock = make_socket(ctx, zmq.DEALER, limits)
         self.sock.connect(address)
+        self._poller = zmq.Poller()
+        self._poller.register(self.sock, zmq.POLLIN)
         self._announce()
 
     def _announce(self) -> None:
-        self.sock.send_multipart([b"", READY])
+        send_parts(self.sock, [b"", READY])
         self._idle_since = time.monotonic()
 
     def recv(self, timeout_ms: int) -> WorkerRequest | None:
         """The next request, or None on timeout.  A malformed one comes back with ``rid == b""``;
         answer every request with :meth:`reply`."""
-        if not self.sock.poll(timeout_ms, zmq.POLLIN):
+        if not self._poller.poll(timeout_ms):          # one Poller for the socket's life, not one per call
             if time.monotonic() - self._idle_since >= WORKER_IDLE_ANNOUNCE_S:
                 self._announce()
             return None
-        frames = recv_frames(self.sock)
-        if frames is None or len(frames) != 5 or frames[0].bytes != b"":
+        frames = recv_parts(self.sock, NOBLOCK)
+        if frames is None or len(frames) != 5 or frames[0] != b"":
             return WorkerRequest("unknown", b"", b"")
-        return WorkerRequest(frames[2].bytes.decode("ascii", "replace"), frames[3].bytes, frames[4].bytes,
-                             frames[1].bytes)
+        return WorkerRequest(frames[2].decode("ascii", "replace"), frames[3], frames[4], frames[1])
 
     def reply(self, request: WorkerRequest, body: bytes, meta: bytes = b"") -> None:
         """Answer ``request`` (a malformed one, which cannot be routed, only frees the worker).
         ``meta`` (:func:`runtime.transport_flows.encode_meta`) tells the proxy the session served."""
         if request.client and request.rid:
-            frames = [b"", request.client, request.rid, body, *([meta] if meta else [])]
-            self.sock.send_multipart(frames, copy=False)
+            send_parts(self.sock, [b"", request.client, request.rid, body, *([meta] if meta else [])])
             self._idle_since = time.monotonic()
         else:
             self._announce()

@@ -16,7 +16,8 @@ which any non-blocking receive that finds nothing, and every read of ``ZMQ_EVENT
   meanwhile: after each send, ``ZMQ_EVENTS`` is read and a pending message drained.
 
 :class:`Inbox` hands messages to one consumer at a time (``await recv()``), leaving them in
-libzmq's queue (bounded by its high-water mark) until asked for; :class:`Dispatcher` hands each
+libzmq's queue (bounded by its high-water mark) until asked for (one of more than
+``transport.MAX_FRAMES`` frames comes out empty); :class:`Dispatcher` hands each
 message to a callback as soon as it arrives.
 """
 
@@ -28,6 +29,8 @@ from collections.abc import Callable
 
 import zmq
 
+from runtime.transport import NOBLOCK, recv_parts, send_parts
+
 DRAIN_BATCH = 64            # messages a dispatcher takes per wake-up before letting others run
 SEND_RETRY_FIRST_S = 0.002  # a full send queue is tried again after this, doubling ...
 SEND_RETRY_MAX_S = 0.05     # ... up to this
@@ -35,7 +38,7 @@ SEND_RETRY_MAX_S = 0.05     # ... up to this
 
 class Dispatcher:
     """Every message of ``sock`` goes to ``on_message`` (a plain function, called on the loop) as
-    soon as it arrives.  Call :meth:`close` before closing the socket."""
+    soon as it arrives (but one of more than ``transport.MAX_FRAMES`` frames, dropped).  Call :meth:`close` before closing the socket."""
 
     __slots__ = ("sock", "loop", "on_message", "_fd", "_closed")
 
@@ -55,13 +58,14 @@ class Dispatcher:
         sock = self.sock
         for _ in range(DRAIN_BATCH):
             try:
-                frames = sock.recv_multipart(zmq.NOBLOCK)
+                frames = recv_parts(sock, NOBLOCK)
             except zmq.Again:
                 return
             except zmq.ZMQError:          # closed under us
                 self.close()
                 return
-            self.on_message(frames)
+            if frames is not None:        # None: too many frames (dropped)
+                self.on_message(frames)
             if self._closed:
                 return
         self.loop.call_soon(self.drain)   # more may be queued: after whatever else is ready
@@ -108,7 +112,7 @@ class Inbox:
                 self.close()
             return
         try:
-            frames = self.sock.recv_multipart(zmq.NOBLOCK)
+            frames = recv_parts(self.sock, NOBLOCK)
         except zmq.Again:
             return
         except zmq.ZMQError as exc:
@@ -117,14 +121,15 @@ class Inbox:
             self.close()
             return
         self._waiter = None
-        waiter.set_result(frames)
+        waiter.set_result(frames if frames is not None else [])   # too many frames: an empty message
 
     async def recv(self) -> list[bytes]:
         """The next message (its frames)."""
         if self._closed:
             raise zmq.ZMQError(zmq.ENOTSOCK, "the socket was closed")
         try:
-            return self.sock.recv_multipart(zmq.NOBLOCK)
+            frames = recv_parts(self.sock, NOBLOCK)
+            return frames if frames is not None else []   # too many frames: an empty message
         except zmq.Again:
             pass
         # libzmq said "empty", so the next message will notify the descriptor
@@ -156,7 +161,7 @@ async def send_frames(sock: zmq.Socket, frames: list[bytes], timeout: float) -> 
     a peer that stopped reading), else tried again with a growing pause; ``zmq.Again`` after
     ``timeout`` seconds."""
     try:
-        sock.send_multipart(frames, zmq.NOBLOCK)
+        send_parts(sock, frames, NOBLOCK)
         return
     except zmq.Again:
         pass
@@ -169,7 +174,7 @@ async def send_frames(sock: zmq.Socket, frames: list[bytes], timeout: float) -> 
         await asyncio.sleep(min(pause, remaining))
         pause = min(pause * 2, SEND_RETRY_MAX_S)
         try:
-            sock.send_multipart(frames, zmq.NOBLOCK)
+            send_parts(sock, frames, NOBLOCK)
             return
         except zmq.Again:
             continue

@@ -18,7 +18,7 @@ import zmq
 
 from runtime import codec
 from runtime.protocol.base import MessageClass
-from runtime.transport import MAX_FRAMES, READY, RID_SIZE, recv_frames
+from runtime.transport import MAX_FRAMES, NOBLOCK, READY, RID_SIZE, recv_frames, send_parts
 from runtime.transport_conns import Connection, ConnectionLimits, ConnectionTable, frame_wire_size
 from runtime.transport_fair import LANES, FairLimits, FairQueue, FlowKey, Lane, Taken
 from runtime.transport_flows import ClientProofs, SessionDirectory, decode_meta, session_id
@@ -222,7 +222,7 @@ class RequestProxy:
 
     def _send_reply(self, client: Any, rid: Any, reply: Any, pending: _Pending | None) -> None:
         try:
-            self.frontend.send_multipart([client, b"", rid, reply], zmq.NOBLOCK, copy=False)
+            send_parts(self.frontend, [client, b"", rid, reply], NOBLOCK)
         except zmq.ZMQError:
             return   # client gone or its queue full: ROUTER drops
         if pending is not None:
@@ -340,8 +340,8 @@ class RequestProxy:
                 continue
             worker, _ = self.ready.popitem(last=False)
             try:
-                self.backend.send_multipart([worker, b"", pending.client, pending.peer, pending.rid, pending.body],
-                                            zmq.NOBLOCK, copy=False)
+                send_parts(self.backend, [worker, b"", pending.client, pending.peer, pending.rid, pending.body],
+                           NOBLOCK)
             except zmq.ZMQError:   # the worker is gone (restarted): forget it, try the request again
                 self.stats.workers_lost += 1
                 self.fair.done(taken, 0.0, now)
@@ -376,20 +376,28 @@ class RequestProxy:
                 events = dict(poller.poll(min(poll_ms, int(self.conns.limits.sweep_s * 1000))))
                 if self.conns.monitor in events:
                     self.conns.poll_events()
+                # ZMQ_EVENTS, not Socket.poll(0): that builds a Poller per call, per message here
                 if self.backend in events:
                     for _ in range(200):
-                        if not self.backend.poll(0, zmq.POLLIN):
+                        if not _readable(self.backend):
                             break
                         self._from_worker()
                 if self.frontend in events:
                     for _ in range(200):
-                        if not self.frontend.poll(0, zmq.POLLIN):
+                        if not _readable(self.frontend):
                             break
                         self._from_client()
                 self._dispatch()
                 self._housekeeping()
         finally:
             self.conns.close()
+
+
+_POLLIN = int(zmq.POLLIN)
+
+
+def _readable(sock: zmq.Socket) -> bool:
+    return bool(int(sock.getsockopt(zmq.EVENTS)) & _POLLIN)
 
 
 def return_large_buffers_to_os() -> bool:

@@ -29,7 +29,7 @@ from typing import Any
 
 import zmq
 
-from runtime import transport, transport_proxy
+from runtime import events, transport, transport_proxy
 from runtime.config import option
 from runtime.crypt.clientkey import client_key_path, load_or_create_client_key
 from runtime.crypt.identity import Identity, load_or_create_identity
@@ -119,19 +119,7 @@ def event_publisher_main(opts: dict[str, Any]) -> None:
     pub = transport.make_socket(ctx, zmq.PUB, transport.SocketLimits(sndhwm=100_000))
     transport.bind(pub, transport.ipc_address(opts["sock_dir"], EVENT_PUB))
     try:
-        while not stop.is_set():
-            if not pull.poll(200, zmq.POLLIN):
-                continue
-            for _ in range(1000):
-                try:
-                    frames = pull.recv_multipart(zmq.NOBLOCK)
-                except zmq.Again:
-                    break
-                if len(frames) == 2:
-                    try:
-                        pub.send_multipart(frames, zmq.NOBLOCK)
-                    except zmq.Again:
-                        pass
+        events.forward(ctx, pull, pub, stop)
     finally:
         pull.close(linger=0)
         pub.close(linger=0)
