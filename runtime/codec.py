@@ -89,10 +89,10 @@ def _map_from_pairs(pairs: list[tuple[Any, Any]]) -> dict[Any, Any]:
         built = dict(pairs)
     except TypeError as exc:  # an array or a map as a key (unhashable)
         raise _KeyError("bad_key", f"unusable map key ({exc})") from None
-    for key in built:
-        if type(key) not in _KEY_TYPES:
-            raise _KeyError("bad_key", f"map key of type {type(key).__name__} "
-                                       "(only str, bytes and int keys are accepted)")
+    if not _KEY_TYPES.issuperset(map(type, built)):
+        key = next(k for k in built if type(k) not in _KEY_TYPES)
+        raise _KeyError("bad_key", f"map key of type {type(key).__name__} "
+                                   "(only str, bytes and int keys are accepted)")
     if len(built) != len(pairs):
         seen: set[Any] = set()
         for key, _ in pairs:
@@ -102,22 +102,33 @@ def _map_from_pairs(pairs: list[tuple[Any, Any]]) -> dict[Any, Any]:
     return built
 
 
+_EXT_TYPES = (msgpack.ExtType, msgpack.Timestamp)
+
+
 def _check_structure(obj: Any, max_depth: int) -> None:
-    """Iterative walk: depth of containers, no extension objects (keys were checked while decoding)."""
-    if not isinstance(obj, (dict, list)):
-        if isinstance(obj, (msgpack.ExtType, msgpack.Timestamp)):
+    """Depth of containers, level by level, and no extension objects (keys were checked while
+    decoding).  The decoder cannot produce extension objects (``max_ext_len=0``, ``ext_hook``
+    refuses the empty ones): checked again here all the same, as cheaply (exact types: msgpack
+    decodes to no subclass)."""
+    if type(obj) is not dict and type(obj) is not list:
+        if isinstance(obj, _EXT_TYPES):
             raise DecodeError("ext_type", "msgpack extension types are not accepted")
         return
-    stack: list[tuple[Any, int]] = [(obj, 1)]
-    while stack:
-        node, depth = stack.pop()
+    level: list[Any] = [obj]
+    depth = 1
+    while level:
         if depth > max_depth:
             raise DecodeError("too_deep", f"containers nest deeper than {max_depth} levels")
-        for value in node.values() if isinstance(node, dict) else node:
-            if isinstance(value, (dict, list)):
-                stack.append((value, depth + 1))
-            elif isinstance(value, (msgpack.ExtType, msgpack.Timestamp)):
-                raise DecodeError("ext_type", "msgpack extension types are not accepted")
+        inner: list[Any] = []
+        for node in level:
+            for value in node.values() if type(node) is dict else node:
+                kind = type(value)
+                if kind is dict or kind is list:
+                    inner.append(value)
+                elif kind is msgpack.ExtType or kind is msgpack.Timestamp:
+                    raise DecodeError("ext_type", "msgpack extension types are not accepted")
+        level = inner
+        depth += 1
 
 
 def unpack(data: bytes | bytearray | memoryview, limits: Limits = DEFAULT_LIMITS) -> Any:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass
+from functools import lru_cache
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
@@ -70,13 +71,26 @@ def verify_signature(public_raw: bytes, signature: bytes, data: bytes) -> bool:
     ``ed25519_strict``)."""
     if len(public_raw) != PUBLIC_KEY_SIZE or len(signature) != SIGNATURE_SIZE:
         return False
-    if public_key_problem(public_raw) is not None or signature_problem(signature) is not None:
+    key = _verifier(public_raw)
+    if key is None or signature_problem(signature) is not None:
         return False
     try:
-        Ed25519PublicKey.from_public_bytes(public_raw).verify(signature, data)
-    except (InvalidSignature, ValueError):
+        key.verify(signature, data)
+    except InvalidSignature:
         return False
     return True
+
+
+@lru_cache(maxsize=256)
+def _verifier(public_raw: bytes) -> Ed25519PublicKey | None:
+    """The key object of an accepted public key, None for a refused one: parsed once per key (a
+    minion checks every publication against its master's one key)."""
+    if public_key_problem(public_raw) is not None:
+        return None
+    try:
+        return Ed25519PublicKey.from_public_bytes(public_raw)
+    except ValueError:
+        return None
 
 
 @dataclass(frozen=True, eq=False)

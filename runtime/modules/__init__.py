@@ -168,9 +168,15 @@ def lookup(name: str) -> Callable[..., Any]:
     return function(name).func
 
 
+@functools.lru_cache(maxsize=4096)
+def _signature(func: Callable[..., Any]) -> inspect.Signature:
+    """A registry function's signature, read once (``inspect.signature`` rebuilds it each call)."""
+    return inspect.signature(func)
+
+
 def check_arguments(func: Callable[..., Any], name: str, env: Any, args: Any, kwargs: Mapping[str, Any]) -> None:
     try:
-        inspect.signature(func).bind(env, *args, **kwargs)
+        _signature(func).bind(env, *args, **kwargs)
     except TypeError as exc:
         raise CommandError(f"Passed invalid arguments to {name}: {exc}\n\nUsage:\n{doc_of(func)}") from None
 
