@@ -107,6 +107,8 @@ class FairQueue(Generic[T]):
         self.lanes: dict[Lane, _LaneState[T]] = {lane: _LaneState() for lane in LANES}
         self._turn = 0
         self._seq = 0
+        self._orders: list[list[Lane]] | None = None     # lane_order's lists, one per schedule entry
+        self._orders_of: object = None
 
     # ------------------------------------------------------------ in
     def push(self, lane: Lane, key: FlowKey, item: T, now: float) -> tuple[bool, list[T]]:
@@ -147,10 +149,15 @@ class FairQueue(Generic[T]):
     # ------------------------------------------------------------ out
     def lane_order(self) -> list[Lane]:
         """The lanes in the order the next request is looked for."""
-        schedule = self.limits.schedule
-        preferred = Lane(schedule[self._turn % len(schedule)])
+        orders = self._orders
+        if orders is None or self._orders_of is not self.limits.schedule:
+            self._orders_of = self.limits.schedule
+            orders = self._orders = [
+                [Lane.OPERATOR, preferred, *(lane for lane in LANES if lane not in (Lane.OPERATOR, preferred))]
+                for preferred in (Lane(name) for name in self.limits.schedule)]
+        order = orders[self._turn % len(orders)]
         self._turn += 1
-        return [Lane.OPERATOR, preferred, *(lane for lane in LANES if lane not in (Lane.OPERATOR, preferred))]
+        return order
 
     def pop(self, now: float, per_flow_limit: int, expired: Callable[[Lane, T], None],
             blocked: Callable[[FlowKey], bool] = lambda key: False) -> Taken[T] | None:
@@ -159,6 +166,8 @@ class FairQueue(Generic[T]):
         must wait (it left replies unread) is passed over whatever else waits; requests that
         waited longer than their lane's ``max_wait_s`` go to ``expired`` instead."""
         order = self.lane_order()
+        if not any(state.waiting for state in self.lanes.values()):
+            return None              # (the common case, asked once more after each dispatch)
         for strict in (True, False):
             for lane in order:
                 taken = self._pop_lane(lane, now, per_flow_limit if strict else None, expired, blocked)
