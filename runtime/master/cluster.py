@@ -58,6 +58,7 @@ GAP_WAIT_S = 10.0               # a sequence number not committed after this nev
 READ_LIMIT = 5000               # rows read per pass
 LOCAL_ONLY_TAGS = ("salt/presence/present",)    # each master's own view, fired by each
 FULL_READ_S = 1.0               # both logs read at least this often, whatever the notifications named
+FLUSH_GAP_S = 0.05              # events fired this soon after a copy wait to go with the next one
 
 
 def shared_tag(tag: str) -> bool:
@@ -149,6 +150,7 @@ class Relay:
         self.echoes = _Echoes()
         self.outbox: deque[tuple[str, bytes]] = deque()
         self.outbox_lock = threading.Lock()
+        self.pending = threading.Event()    # set while the outbox holds events
         self.dropped = 0
         self.changes_cursor = SeqCursor(changes.latest())
         self.events_cursor = SeqCursor(changes.latest_event())
@@ -223,6 +225,7 @@ class Relay:
             while len(self.outbox) > MAX_BUFFERED:
                 self.outbox.popleft()
                 self.dropped += 1
+            self.pending.set()
 
     def flush(self) -> int:
         """Copy the buffered events to the shared log (kept for the next call when the database
@@ -240,6 +243,8 @@ class Relay:
             for _ in batch:
                 if self.outbox:
                     self.outbox.popleft()
+            if not self.outbox:
+                self.pending.clear()
         return len(batch)
 
 
@@ -261,7 +266,13 @@ def _bus_reader(relay: Relay, opts: dict[str, Any], ctx: zmq.Context, stop: thre
 
 
 def _flusher(relay: Relay, stop: threading.Event, unavailable: RateLimitedLog) -> None:
-    while not stop.wait(0.02):
+    """An event goes out as soon as it is fired, unless another went less than ``FLUSH_GAP_S``
+    ago: then it waits for the rest of the gap, and those fired meanwhile go with it (one insert
+    and one notification for many, when many are fired)."""
+    while not stop.is_set():
+        if not relay.pending.wait(0.5):
+            continue
+        started = time.monotonic()
         try:
             while relay.flush() >= 500:
                 pass
@@ -271,6 +282,7 @@ def _flusher(relay: Relay, stop: threading.Event, unavailable: RateLimitedLog) -
         except Exception:  # noqa: BLE001 - the relay must keep running
             log.exception("sharing events failed")
             stop.wait(1.0)
+        stop.wait(max(0.0, FLUSH_GAP_S - (time.monotonic() - started)))
 
 
 def run(opts: dict[str, Any], identity: Identity, stop: threading.Event) -> None:
