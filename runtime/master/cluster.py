@@ -12,10 +12,11 @@ Through the database, no master-to-master socket (docs/protocol.md, "Masters in 
   ``saltpan key`` on any host) drops this master's sessions of those ids and starts a new publish
   epoch; a ``key`` change that takes an accepted key away does the same, in case no master
   recorded the revocation.
-* **events** — every event fired on this master's bus (but this relay's own and the local
-  ``salt/presence/present`` of each master) is copied to the shared event log, and every other
-  master's events are fired on this bus, frame for frame: ``saltpan event listen`` and a waiting
-  ``saltpan run`` on any master see the returns and ``salt/auth`` / ``salt/key`` events of all.
+* **events** — every event fired on this master (the EventPublisher hands them to the relay,
+  but the local ``salt/presence/present`` of each master) is copied to the shared event log, and
+  every other master's events someone listens to here are fired on this bus, frame for frame:
+  ``saltpan event listen`` and a waiting ``saltpan run`` on any master see the returns and
+  ``salt/auth`` / ``salt/key`` events of all, and a master nobody listens on fires none.
 
 PostgreSQL ``LISTEN`` wakes the relay at each change, and it reads the log the notification names
 (the changes, or the shared events); it also reads both every second for what it may have missed,
@@ -27,11 +28,10 @@ sent late (their clients stopped waiting).
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import threading
 import time
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Collection
 from typing import Any
 
@@ -41,8 +41,9 @@ from runtime import transport
 from runtime.config import option
 from runtime.crypt.identity import Identity
 from runtime.crypt.publish import seal_publication
-from runtime.events import EVENT_PULL, PROBE_PREFIX, EventListener
+from runtime.events import EVENT_PULL, PROBE_PREFIX
 from runtime.master.changes import BOTH_LOGS, CHANGES, EVENTS, Change, ChangeLog, SharedEvent
+from runtime.master.event_publisher import EVENT_RELAY, RELAYED, SUBSCRIPTIONS, listened, unpack_topics
 from runtime.master.revocation import loses_identity
 from runtime.master.sessions import SessionStore
 from runtime.master.store.errors import StoreUnavailable
@@ -58,44 +59,12 @@ GAP_WAIT_S = 10.0               # a sequence number not committed after this nev
 READ_LIMIT = 5000               # rows read per pass
 LOCAL_ONLY_TAGS = ("salt/presence/present",)    # each master's own view, fired by each
 FULL_READ_S = 1.0               # both logs read at least this often, whatever the notifications named
+FLUSH_GAP_S = 0.05              # events fired this soon after a copy wait to go with the next one
 
 
 def shared_tag(tag: str) -> bool:
     """Whether an event of this master's bus goes to the other masters."""
     return not tag.startswith(PROBE_PREFIX) and tag not in LOCAL_ONLY_TAGS
-
-
-class _Echoes:
-    """Frames this relay fired on its bus, so that it does not copy them back (thread-safe)."""
-
-    def __init__(self, limit: int = 50_000):
-        self._lock = threading.Lock()
-        self._seen: OrderedDict[bytes, int] = OrderedDict()
-        self._limit = limit
-
-    @staticmethod
-    def _digest(tag: bytes, data: bytes) -> bytes:
-        return hashlib.blake2b(tag + b"\0" + data, digest_size=16).digest()
-
-    def add(self, tag: bytes, data: bytes) -> None:
-        key = self._digest(tag, data)
-        with self._lock:
-            self._seen[key] = self._seen.get(key, 0) + 1
-            while len(self._seen) > self._limit:
-                self._seen.popitem(last=False)
-
-    def take(self, tag: bytes, data: bytes) -> bool:
-        """True (and forgotten) when this frame is one the relay fired."""
-        key = self._digest(tag, data)
-        with self._lock:
-            count = self._seen.get(key)
-            if not count:
-                return False
-            if count == 1:
-                del self._seen[key]
-            else:
-                self._seen[key] = count - 1
-            return True
 
 
 class SeqCursor:
@@ -146,9 +115,11 @@ class Relay:
         self.sessions = sessions
         self.publish_sock = publish_sock
         self.bus_sock = bus_sock
-        self.echoes = _Echoes()
+        # the topics this master's bus has subscribers for (None until the EventPublisher tells)
+        self.topics: frozenset[bytes] | None = None
         self.outbox: deque[tuple[str, bytes]] = deque()
         self.outbox_lock = threading.Lock()
+        self.pending = threading.Event()    # set while the outbox holds events
         self.dropped = 0
         self.changes_cursor = SeqCursor(changes.latest())
         self.events_cursor = SeqCursor(changes.latest_event())
@@ -202,19 +173,21 @@ class Relay:
             self.publish_sock.send_multipart([topic, body])
         log.debug("relayed job %s to this master's minions", payload.get("jid"))
 
-    def fire(self, event: SharedEvent) -> None:
+    def fire(self, event: SharedEvent) -> bool:
+        """Fire another master's event on this bus, if someone here listens to its tag (marked
+        RELAYED: the EventPublisher does not hand it back); whether it was fired."""
         tag = event.tag.encode()
-        self.echoes.add(tag, event.data)
+        if not listened(self.topics, tag):
+            return False
         try:
-            self.bus_sock.send_multipart([tag, event.data], zmq.NOBLOCK)
+            self.bus_sock.send_multipart([tag, event.data, RELAYED], zmq.NOBLOCK)
         except zmq.Again:
-            self.echoes.take(tag, event.data)
+            return False
+        return True
 
     # ------------------------------------------------------------ to the other masters
     def observe(self, tag: bytes, data: bytes) -> None:
-        """A frame seen on this master's bus."""
-        if self.echoes.take(tag, data):
-            return
+        """An event fired on this master (the EventPublisher hands the relay those only)."""
         text = tag.decode("utf-8", "replace")
         if not shared_tag(text):
             return
@@ -223,6 +196,7 @@ class Relay:
             while len(self.outbox) > MAX_BUFFERED:
                 self.outbox.popleft()
                 self.dropped += 1
+            self.pending.set()
 
     def flush(self) -> int:
         """Copy the buffered events to the shared log (kept for the next call when the database
@@ -240,28 +214,43 @@ class Relay:
             for _ in batch:
                 if self.outbox:
                     self.outbox.popleft()
+            if not self.outbox:
+                self.pending.clear()
         return len(batch)
 
 
 def _bus_reader(relay: Relay, opts: dict[str, Any], ctx: zmq.Context, stop: threading.Event) -> None:
-    listener = EventListener(opts["sock_dir"], "", ctx=ctx)
+    """This master's events and the topics its bus is listened to, from the EventPublisher
+    (runtime.master.event_publisher)."""
+    sock = transport.make_socket(ctx, zmq.PULL)
+    sock.connect(transport.ipc_address(opts["sock_dir"], EVENT_RELAY))
     try:
         while not stop.is_set():
-            if not listener.sock.poll(200, zmq.POLLIN):
+            if not sock.poll(200, zmq.POLLIN):
                 continue
             for _ in range(1000):
                 try:
-                    frames = listener.sock.recv_multipart(zmq.NOBLOCK)
+                    frames = sock.recv_multipart(zmq.NOBLOCK)
                 except zmq.Again:
                     break
                 if len(frames) == 2:
                     relay.observe(frames[0], frames[1])
+                elif len(frames) == 3 and frames[0] == SUBSCRIPTIONS:
+                    topics = unpack_topics(frames[2])
+                    if topics is not None:
+                        relay.topics = topics
     finally:
-        listener.close()
+        sock.close(linger=0)
 
 
 def _flusher(relay: Relay, stop: threading.Event, unavailable: RateLimitedLog) -> None:
-    while not stop.wait(0.02):
+    """An event goes out as soon as it is fired, unless another went less than ``FLUSH_GAP_S``
+    ago: then it waits for the rest of the gap, and those fired meanwhile go with it (one insert
+    and one notification for many, when many are fired)."""
+    while not stop.is_set():
+        if not relay.pending.wait(0.5):
+            continue
+        started = time.monotonic()
         try:
             while relay.flush() >= 500:
                 pass
@@ -271,6 +260,7 @@ def _flusher(relay: Relay, stop: threading.Event, unavailable: RateLimitedLog) -
         except Exception:  # noqa: BLE001 - the relay must keep running
             log.exception("sharing events failed")
             stop.wait(1.0)
+        stop.wait(max(0.0, FLUSH_GAP_S - (time.monotonic() - started)))
 
 
 def run(opts: dict[str, Any], identity: Identity, stop: threading.Event) -> None:

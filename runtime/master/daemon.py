@@ -2,7 +2,8 @@
 
 * Publisher: PULL publish_pull.ipc -> XPUB tcp publish_port (jobs; the boot announcement whenever a
   minion subscribes: runtime/master/announcer.py)
-* EventPublisher: PULL master_event_pull.ipc -> PUB master_event_pub.ipc
+* EventPublisher: PULL master_event_pull.ipc -> PUB master_event_pub.ipc (in a cluster: XPUB, and
+  PUSH master_event_relay.ipc to the ClusterRelay: runtime.master.event_publisher)
 * ReqServer: ROUTER tcp ret_port <-> ROUTER workers.ipc (RequestProxy: checks, rate limits,
   per-class queues served in priority order)
 * MWorkers (worker_threads): one request at a time from workers.ipc (runtime.master.worker)
@@ -29,13 +30,14 @@ from typing import Any
 
 import zmq
 
-from runtime import events, transport, transport_proxy
+from runtime import transport, transport_proxy
 from runtime.config import option
 from runtime.crypt.clientkey import client_key_path, load_or_create_client_key
 from runtime.crypt.identity import Identity, load_or_create_identity
 from runtime.events import EVENT_PUB, EVENT_PULL
 from runtime.log_setup import setup_daemon
 from runtime.master import worker as worker_mod
+from runtime.master.event_publisher import EVENT_RELAY
 from runtime.private_files import ensure_private_dir
 from runtime.ratelog import RateLimitedLog
 from runtime.transport_conns import ConnectionLimits
@@ -112,18 +114,11 @@ def publisher_main(opts: dict[str, Any], identity: Identity) -> None:
 
 
 def event_publisher_main(opts: dict[str, Any]) -> None:
+    from runtime.master import event_publisher
+    from runtime.master.store import factory
+
     stop = _child_setup(opts, "EventPublisher")
-    ctx = zmq.Context()
-    pull = transport.make_socket(ctx, zmq.PULL)
-    transport.bind(pull, transport.ipc_address(opts["sock_dir"], EVENT_PULL))
-    pub = transport.make_socket(ctx, zmq.PUB, transport.SocketLimits(sndhwm=100_000))
-    transport.bind(pub, transport.ipc_address(opts["sock_dir"], EVENT_PUB))
-    try:
-        events.forward(ctx, pull, pub, stop)
-    finally:
-        pull.close(linger=0)
-        pub.close(linger=0)
-        ctx.term()
+    event_publisher.run(opts, stop, shared=factory.is_shared(opts))
 
 
 def req_server_main(opts: dict[str, Any]) -> None:
@@ -264,7 +259,7 @@ def prepare(opts: dict[str, Any]) -> Identity:
     """Directories, the master key pair, client keys, the master store checked (reachable, schema
     current), the cluster key (with cluster_id) and this master's sessions reset; the key the master
     signs with."""
-    for name in (EVENT_PULL, EVENT_PUB, worker_mod.WORKERS_IPC, worker_mod.PUBLISH_PULL):
+    for name in (EVENT_PULL, EVENT_PUB, EVENT_RELAY, worker_mod.WORKERS_IPC, worker_mod.PUBLISH_PULL):
         transport.ipc_path(opts["sock_dir"], name)  # raises AddressError when sock_dir is too long
     for key in ("pki_dir", "cachedir", "sock_dir"):
         ensure_private_dir(opts[key])

@@ -36,8 +36,10 @@ DECODED_BUDGET = 32 * 1024 * 1024    # characters of JSON kept decoded per proce
 
 
 class DataCache(Protocol):
-    def store(self, minion: str, bank: str, data: Any) -> None:
-        """Keep ``data`` as the minion's entry in ``bank`` (:class:`DataTooLarge` past max_size)."""
+    def store(self, minion: str, bank: str, data: Any, *, unless_same: bool = False) -> bool:
+        """Keep ``data`` as the minion's entry in ``bank`` (:class:`DataTooLarge` past max_size).
+        With ``unless_same``, an entry equal to the stored one is not written again, and its
+        ``updated`` stays.  Whether it was written."""
 
     def fetch(self, minion: str, bank: str) -> Any:
         """A fresh copy of the entry (the caller may change it), None when there is none."""
@@ -116,18 +118,25 @@ class BankCache(abc.ABC):
         """Release what the cache holds open."""
 
     # ------------------------------------------------------------ the interface
-    def store(self, minion: str, bank: str, data: Any) -> None:
+    def store(self, minion: str, bank: str, data: Any, *, unless_same: bool = False) -> bool:
         text = jsonsafe.dumps(data)          # ASCII: characters are bytes
         if self.max_size is not None and len(text) > self.max_size:
             self._delete(minion, bank)
             raise DataTooLarge(f"{bank} of {minion} would take {len(text)} bytes, more than max_minion_data_size "
                                f"({self.max_size}): not stored (trim it, or raise max_minion_data_size on the "
                                "master)")
+        if unless_same:
+            # a read instead of a write (and, on PostgreSQL, of a commit's WAL flush): the grains
+            # each pillar request carries are most often the ones stored at the last
+            row = self._get(minion, bank)
+            if row is not None and row[0] == text:
+                return False
         updated = time.time()
         self._put(minion, bank, text, updated)
         if self.still_known is not None and not self.still_known(minion):
             # revoked (and flushed) while this request was being handled: undo our write only
             self._delete(minion, bank, updated)
+        return True
 
     def fetch(self, minion: str, bank: str) -> Any:
         row = self._get(minion, bank)

@@ -41,7 +41,8 @@ class PillarService:
                                   minion_id, err)
         pillar = result.pillar
         try:
-            self.data.store(minion_id, "pillar", pillar)
+            # with pillar_cache, each compile restarts pillar_cache_ttl: written even when unchanged
+            self.data.store(minion_id, "pillar", pillar, unless_same=not option(self.opts, "pillar_cache", bool))
         except (DataTooLarge, StoreUnavailable) as exc:   # sent to the minion all the same; only the cache goes without
             self.errors_log.warning(f"{minion_id}:{exc.reason}", "pillar for minion %s not cached: %s", minion_id,
                                     exc.message)

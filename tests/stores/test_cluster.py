@@ -18,6 +18,7 @@ from runtime.crypt.handshake import SessionKeys
 from runtime.crypt.identity import Identity
 from runtime.crypt.publish import PublicationReceiver
 from runtime.master.cluster import Relay, shared_tag
+from runtime.master.event_publisher import RELAYED
 from runtime.master.store import factory
 from runtime.master.store.errors import StoreError
 from tests.pgserver import Postgres
@@ -100,8 +101,9 @@ def test_the_first_master_s_key_becomes_the_cluster_key(pg_opts: dict[str, Any],
 
 def test_the_relay_acts_on_another_master_s_changes(pg_opts: dict[str, Any], tmp_path: Path) -> None:
     """Master b's relay: a job published on a reaches b's Publisher sealed with b's publish key;
-    a revocation recorded on a drops b's sessions; a's events are fired on b's bus, b's own
-    events go to the shared log, and what the relay fired is not copied back."""
+    a revocation recorded on a drops b's sessions; a's events are fired on b's bus (marked as
+    relayed, so that b's EventPublisher does not hand them back), only those someone on b
+    listens to once b's EventPublisher told, and b's own events go to the shared log."""
     opts = pg_opts
     b_opts = other_master(opts, tmp_path)
     a_stores, b_stores = factory.open_master_stores(opts), factory.open_master_stores(b_opts)
@@ -130,13 +132,20 @@ def test_the_relay_acts_on_another_master_s_changes(pg_opts: dict[str, Any], tmp
         receiver = PublicationReceiver(identity.public_raw, pkey)
         assert receiver.open(body).payload["jid"] == "20260101000000000001"
         assert bus_pull.poll(2000)
-        tag, data = bus_pull.recv_multipart()
+        tag, data, marker = bus_pull.recv_multipart()   # marked: the EventPublisher does not hand it back
         assert tag == b"salt/job/20260101000000000001/new" and codec.unpack(data) == {"x": 1}
-        relay.observe(tag, data)                        # seen again on b's bus: not copied back
+        assert marker == RELAYED
         relay.observe(b"salt/auth", codec.pack({"id": "m9"}))
         relay.observe(b"salt/presence/present", codec.pack({"present": []}))
         assert relay.flush() == 1
         assert [(e.master_id, e.tag) for e in a_stores.changes.events_since(0)][-1] == ("master-b", "salt/auth")
+        # told what b's bus is listened to: a's events nobody on b listens to are not fired
+        relay.topics = frozenset({b"salt/key"})
+        a_stores.changes.record_events("master-a", [("salt/job/20260101000000000002/new", codec.pack({"x": 2})),
+                                                    ("salt/key", codec.pack({"act": "accept"}))])
+        assert relay.catch_up({"events"}) == 3              # b's own salt/auth read too (not fired)
+        assert bus_pull.poll(2000)
+        assert bus_pull.recv_multipart()[0] == b"salt/key" and not bus_pull.poll(200)
         # a revocation recorded by master a (a key deleted there)
         a_stores.sessions.revoke("m1", "deleted")
         assert b_stores.sessions.minion_sessions("m1") == [keys.sid]

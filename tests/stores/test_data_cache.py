@@ -36,6 +36,26 @@ def test_store_fetch_and_banks(opts: dict[str, Any]) -> None:
     data.close()
 
 
+def test_unless_same_writes_only_a_changed_entry(opts: dict[str, Any]) -> None:
+    known = {"web1"}
+    data = factory.open_data_cache(opts, still_known=lambda m: m in known)
+    assert data.store("web1", "grains", {"os": "Debian", "id": "web1"}, unless_same=True) is True   # none yet
+    first = data.updated("web1", "grains")
+    assert data.store("web1", "grains", {"os": "Debian", "id": "web1"}, unless_same=True) is False
+    assert data.updated("web1", "grains") == first                    # not written: updated stays
+    assert data.store("web1", "grains", {"os": "Debian", "id": "web1"}) is True   # a plain store writes
+    assert data.updated("web1", "grains") >= first
+    assert data.store("web1", "grains", {"os": "Ubuntu", "id": "web1"}, unless_same=True) is True
+    assert data.fetch("web1", "grains") == {"os": "Ubuntu", "id": "web1"}
+    assert data.all("grains") == {"web1": {"os": "Ubuntu", "id": "web1"}}
+    data.flush("web1")                                                 # flushed: the same value is new again
+    assert data.store("web1", "grains", {"os": "Ubuntu", "id": "web1"}, unless_same=True) is True
+    known.clear()                                                      # revoked meanwhile: undone as ever
+    assert data.store("web1", "grains", {"os": "Debian", "id": "web1"}, unless_same=True) is True
+    assert data.fetch("web1", "grains") is None
+    data.close()
+
+
 def test_view_reads_only_when_looked_into(opts: dict[str, Any]) -> None:
     data = factory.open_data_cache(opts)
     view = data.view("grains")

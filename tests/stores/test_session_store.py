@@ -13,6 +13,7 @@ import pytest
 from runtime.crypt.errors import ReplayRefused, UnknownSession
 from runtime.crypt.handshake import SessionKeys, now_ms
 from runtime.master.store import factory
+from runtime.master.store.pg_sessions import REGISTRY_SEEN_STEP_MS
 from tests.stores.conftest import in_processes, other_master
 
 
@@ -119,6 +120,14 @@ def test_holders_name_the_master_of_each_minion(opts: dict[str, Any], tmp_path: 
     assert a.holders()["web1"][0] == "master-a"
     if opts.get("master_store") == "postgres":
         assert b.holders() == a.holders() and a.holders()["db1"] == ("master-b", now)
+        # a heartbeat moves the registry's last_seen only once it is REGISTRY_SEEN_STEP_MS behind
+        b.admit(db.sid, 2, now + 5_000, now + 5_000)
+        b.share_presence(now + 5_000)
+        assert a.holders()["db1"] == ("master-b", now)
+        later = now + REGISTRY_SEEN_STEP_MS + 5_000
+        b.admit(db.sid, 3, later, later)
+        b.share_presence(later)
+        assert a.holders()["db1"] == ("master-b", later)
         b.reset()                                    # master b restarts: only its own sessions go
         assert set(a.holders()) == {"web1"}
         b.open_session(db)

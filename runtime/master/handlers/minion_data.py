@@ -36,7 +36,7 @@ class MinionDataHandlers:
     def _store_grains(self, minion_id: str, grains: dict[str, Any]) -> None:
         stored = dict(grains)
         stored["id"] = minion_id
-        self.ctx.data.store(minion_id, "grains", stored)
+        self.ctx.data.store(minion_id, "grains", stored, unless_same=True)
 
     def grains(self, minion_id: str, upload: protocol.GrainsUpload) -> protocol.Ok:
         self._store_grains(minion_id, upload.grains)

@@ -221,9 +221,9 @@ class PgDatabase:
         (BEGIN and COMMIT of a one-statement transaction), which a request's writes (its return,
         the minion's grains and pillar) paid each time.  Only for a statement that can be sent
         again: an upsert, or an ``INSERT ... ON CONFLICT DO NOTHING`` whose caller takes 0 rows for
-        "there already" — a pooled connection found dead gets it once more on a new one (as
-        :meth:`run` does), and if that connection died after PostgreSQL committed it, the
-        repeat finds the row."""
+        "there already", or one whose repeat is harmless (the shared events: copied at least once) — a
+        pooled connection found dead gets it once more on a new one (as :meth:`run` does), and if
+        that connection died after PostgreSQL committed it, the repeat finds the row."""
         psycopg = self._psycopg
         for attempt in (1, 2):
             conn, reused = self._checkout()

@@ -36,6 +36,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("saltpan.master.store")
 
+REGISTRY_SEEN_STEP_MS = 60_000
+"""A session's ``last_seen`` in the registry is moved once it is this far behind (not at every
+heartbeat): the registry tells which master holds a minion, and only orders a minion's rows by it."""
+
 
 class PgSessionStore:
     def __init__(self, local: SQLiteSessionStore, db: PgDatabase, *, master_id: str):
@@ -157,13 +161,14 @@ class PgSessionStore:
         return row is not None
 
     def share_presence(self, now: int | None = None) -> None:
-        """Write this master's sessions that changed since the last pass to the registry, drop
-        the rows of sessions it no longer has, and mark the master seen."""
+        """Write this master's new sessions, and those last written ``REGISTRY_SEEN_STEP_MS`` ago or
+        more, to the registry, drop the rows of sessions it no longer has, and mark the master seen."""
         current = now_ms() if now is None else now
         sessions = self.local.sessions_seen()
         live = {sid for sid, _, _, _ in sessions}
+        synced = self._synced
         changed = [(sid, minion, created, seen) for sid, minion, created, seen in sessions
-                   if self._synced.get(sid) != seen]
+                   if sid not in synced or seen - synced[sid] >= REGISTRY_SEEN_STEP_MS or seen < synced[sid]]
 
         def work(conn: Conn) -> None:
             conn.execute("INSERT INTO saltpan_masters (master_id, started, seen) VALUES (%s, %s, %s) "
@@ -180,7 +185,8 @@ class PgSessionStore:
                      [s[2] for s in changed], [s[3] for s in changed]))
 
         self.db.run(work)
-        self._synced = {sid: seen for sid, _, _, seen in sessions}
+        written = {sid: seen for sid, _, _, seen in changed}
+        self._synced = {sid: written.get(sid, synced.get(sid, seen)) for sid, _, _, seen in sessions}
 
     def holders(self) -> dict[str, tuple[str, int]]:
         rows = self.db.run(lambda c: c.execute(
