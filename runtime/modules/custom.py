@@ -189,16 +189,18 @@ class Loaded:
     errors: dict[str, str]
 
 
+def _module_files(base: str, kind: str) -> list[str]:
+    """The custom module files of ``kind`` synced under ``base`` (none when its directory is missing)."""
+    try:
+        return sorted(f for f in os.listdir(os.path.join(base, kind)) if f.endswith(".py") and not f.startswith("."))
+    except OSError:
+        return []
+
+
 def has_modules(opts: Mapping[str, Any]) -> bool:
     """Whether any custom module is synced to this host (what :func:`loaded` would load)."""
     base = extmods_dir(opts)
-    for kind in KINDS:
-        try:
-            if any(f.endswith(".py") and not f.startswith(".") for f in os.listdir(os.path.join(base, kind))):
-                return True
-        except OSError:
-            continue
-    return False
+    return any(_module_files(base, kind) for kind in KINDS)
 
 
 def loaded(env: ModuleEnv, table: FunctionTable) -> Loaded:
@@ -211,13 +213,8 @@ def loaded(env: ModuleEnv, table: FunctionTable) -> Loaded:
     env.extra[CACHE_KEY] = made   # set first: a module's __virtual__ may call __salt__
     base = extmods_dir(env.opts)
     for kind in KINDS:
-        directory = os.path.join(base, kind)
-        try:
-            files = sorted(f for f in os.listdir(directory) if f.endswith(".py") and not f.startswith("."))
-        except OSError:
-            continue
-        for filename in files:
-            _load_one(env, table, made, kind, os.path.join(directory, filename))
+        for filename in _module_files(base, kind):
+            _load_one(env, table, made, kind, os.path.join(base, kind, filename))
     return made
 
 

@@ -185,8 +185,8 @@ class PgSessionStore:
                      [s[2] for s in changed], [s[3] for s in changed]))
 
         self.db.run(work)
-        written = {sid: seen for sid, _, _, seen in changed}
-        self._synced = {sid: written.get(sid, synced.get(sid, seen)) for sid, _, _, seen in sessions}
+        # what the registry holds for each live session: just written, or as before
+        self._synced = {sid: synced[sid] for sid in live if sid in synced} | {s[0]: s[3] for s in changed}
 
     def holders(self) -> dict[str, tuple[str, int]]:
         rows = self.db.run(lambda c: c.execute(
