@@ -306,12 +306,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="only saltpan swarms, at --count (and --also counts); no Salt probe or storm")
     parser.add_argument("--also", default="", help="more saltpan swarm sizes, comma-separated (with --saltpan-only)")
     parser.add_argument("--profile", type=Path, default=None,
-                        help="profile the master's workers with cProfile: one .prof per worker in this directory")
+                        help="profile the master's processes with cProfile: one .prof per process in this directory")
     parser.add_argument("--no-results", action="store_true", help="do not update bench/RESULTS.md")
     args = parser.parse_args(argv)
     if args.profile is not None:
         args.profile.mkdir(parents=True, exist_ok=True)
-        os.environ["SALTPAN_PROFILE_DIR"] = str(args.profile.resolve())   # read by runtime/master/worker.py
+        os.environ["SALTPAN_PROFILE_DIR"] = str(args.profile.resolve())   # read by runtime/profiling.py
 
     fleet = common.locate_fleet(args.fleet_dir)
     scratch = common.fresh_scratch("swarm")

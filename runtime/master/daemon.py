@@ -39,6 +39,7 @@ from runtime.log_setup import setup_daemon
 from runtime.master import worker as worker_mod
 from runtime.master.event_publisher import EVENT_RELAY
 from runtime.private_files import ensure_private_dir
+from runtime.profiling import run_profiled
 from runtime.ratelog import RateLimitedLog
 from runtime.transport_conns import ConnectionLimits
 from runtime.transport_flows import ClientProofs, current_user
@@ -215,7 +216,9 @@ class ProcessManager:
 
     def start(self, name: str) -> None:
         target, args = self.specs[name]
-        proc = _MP.Process(target=target, args=args, name=f"saltpan-master-{name}", daemon=False)
+        # under cProfile with SALTPAN_PROFILE_DIR set (runtime.profiling: one .prof per process)
+        proc = _MP.Process(target=run_profiled, args=(name, target, *args), name=f"saltpan-master-{name}",
+                           daemon=False)
         proc.start()
         self.procs[name] = proc
         log.debug("started %s (pid %s)", name, proc.pid)

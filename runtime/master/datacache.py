@@ -28,6 +28,7 @@ import abc
 import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from runtime.master import jsonsafe
@@ -35,11 +36,38 @@ from runtime.master import jsonsafe
 DECODED_BUDGET = 32 * 1024 * 1024    # characters of JSON kept decoded per process (beyond: decoded per use)
 
 
+@dataclass(frozen=True)
+class Snapshot:
+    """One minion's entries in some banks, as one read found them (:meth:`DataCache.snapshot`):
+    what a request compares its writes with, and reads, instead of a read per bank."""
+
+    minion: str
+    banks: frozenset[str]
+    rows: Mapping[str, tuple[str, float]]     # bank -> (JSON text, updated), for the banks with an entry
+
+    def covers(self, minion: str, bank: str) -> bool:
+        return minion == self.minion and bank in self.banks
+
+    def value(self, bank: str) -> Any:
+        """A fresh copy of the entry, None when there was none."""
+        row = self.rows.get(bank)
+        return json.loads(row[0]) if row else None
+
+    def updated(self, bank: str) -> float | None:
+        row = self.rows.get(bank)
+        return row[1] if row else None
+
+
 class DataCache(Protocol):
-    def store(self, minion: str, bank: str, data: Any, *, unless_same: bool = False) -> bool:
+    def store(self, minion: str, bank: str, data: Any, *, unless_same: bool = False,
+              known: Snapshot | None = None) -> bool:
         """Keep ``data`` as the minion's entry in ``bank`` (:class:`DataTooLarge` past max_size).
         With ``unless_same``, an entry equal to the stored one is not written again, and its
-        ``updated`` stays.  Whether it was written."""
+        ``updated`` stays; the stored one is the one in ``known`` when that covers the bank (read
+        earlier in the same request), else read now.  Whether it was written."""
+
+    def snapshot(self, minion: str, banks: Iterable[str]) -> Snapshot:
+        """The minion's entries in ``banks``, in one read."""
 
     def fetch(self, minion: str, bank: str) -> Any:
         """A fresh copy of the entry (the caller may change it), None when there is none."""
@@ -100,6 +128,10 @@ class BankCache(abc.ABC):
         """(text, updated) of the row."""
 
     @abc.abstractmethod
+    def _rows(self, minion: str, banks: list[str]) -> dict[str, tuple[str, float]]:
+        """{bank: (text, updated)} of the minion's rows in ``banks``."""
+
+    @abc.abstractmethod
     def _versions(self, bank: str) -> dict[str, Version]:
         """{minion: version} of every row of ``bank``."""
 
@@ -118,7 +150,8 @@ class BankCache(abc.ABC):
         """Release what the cache holds open."""
 
     # ------------------------------------------------------------ the interface
-    def store(self, minion: str, bank: str, data: Any, *, unless_same: bool = False) -> bool:
+    def store(self, minion: str, bank: str, data: Any, *, unless_same: bool = False,
+              known: Snapshot | None = None) -> bool:
         text = jsonsafe.dumps(data)          # ASCII: characters are bytes
         if self.max_size is not None and len(text) > self.max_size:
             self._delete(minion, bank)
@@ -128,7 +161,7 @@ class BankCache(abc.ABC):
         if unless_same:
             # a read instead of a write (and, on PostgreSQL, of a commit's WAL flush): the grains
             # each pillar request carries are most often the ones stored at the last
-            row = self._get(minion, bank)
+            row = known.rows.get(bank) if known is not None and known.covers(minion, bank) else self._get(minion, bank)
             if row is not None and row[0] == text:
                 return False
         updated = time.time()
@@ -137,6 +170,10 @@ class BankCache(abc.ABC):
             # revoked (and flushed) while this request was being handled: undo our write only
             self._delete(minion, bank, updated)
         return True
+
+    def snapshot(self, minion: str, banks: Iterable[str]) -> Snapshot:
+        wanted = sorted(set(banks))
+        return Snapshot(minion, frozenset(wanted), self._rows(minion, wanted))
 
     def fetch(self, minion: str, bank: str) -> Any:
         row = self._get(minion, bank)

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import gc
 import logging
-import os
 import signal
 import threading
 from collections.abc import Mapping
@@ -155,26 +154,7 @@ def _clear(load: Mapping[str, Any]) -> bytes:
 
 
 def run(opts: dict[str, Any], identity: Identity, index: int, stop: threading.Event | None = None) -> None:
-    """MWorker process body: one request at a time from the ReqServer (workers.ipc) until SIGTERM.
-
-    With ``SALTPAN_PROFILE_DIR`` set in the master's environment (benchmarks, bench/README.md),
-    each worker runs under cProfile and writes ``worker-<index>-<pid>.prof`` there when it stops
-    (timed by the process's CPU clock when ``SALTPAN_PROFILE_CPU`` is set too, else the wall clock)."""
-    profile_dir = os.environ.get("SALTPAN_PROFILE_DIR")
-    if profile_dir:
-        import cProfile
-        import time
-
-        profiler = cProfile.Profile(time.process_time) if os.environ.get("SALTPAN_PROFILE_CPU") else cProfile.Profile()
-        try:
-            profiler.runcall(_serve, opts, identity, index, stop)
-        finally:
-            profiler.dump_stats(os.path.join(profile_dir, f"worker-{index}-{os.getpid()}.prof"))
-        return
-    _serve(opts, identity, index, stop)
-
-
-def _serve(opts: dict[str, Any], identity: Identity, index: int, stop: threading.Event | None) -> None:
+    """MWorker process body: one request at a time from the ReqServer (workers.ipc) until SIGTERM."""
     stop = stop or threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())

@@ -762,23 +762,10 @@ def _plain(value: Any) -> Any:
 
 
 def _run_loop(main: Callable[[], Coroutine[Any, Any, None]]) -> None:
-    """``asyncio.run(main())``; with ``SALTPAN_PROFILE_DIR`` in the environment (benchmarks), under
-    cProfile, written to ``minion-<pid>.prof`` there when the minion stops (timed by the process's
-    CPU clock with ``SALTPAN_PROFILE_CPU`` set too), as the master's workers do."""
-    profile_dir = os.environ.get("SALTPAN_PROFILE_DIR")
-    if not profile_dir:
-        asyncio.run(main())
-        return
-    import cProfile
+    """``asyncio.run(main())``, under cProfile with ``SALTPAN_PROFILE_DIR`` set (runtime.profiling)."""
+    from runtime.profiling import run_profiled
 
-    profiler = cProfile.Profile(time.process_time) if os.environ.get("SALTPAN_PROFILE_CPU") else cProfile.Profile()
-    try:
-        profiler.runcall(asyncio.run, main())
-    finally:
-        import signal
-
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)   # a second SIGTERM must not cut the file short
-        profiler.dump_stats(os.path.join(profile_dir, f"minion-{os.getpid()}.prof"))
+    run_profiled("minion", asyncio.run, main())
 
 
 def run(opts: dict[str, Any]) -> int:

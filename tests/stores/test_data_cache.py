@@ -56,6 +56,29 @@ def test_unless_same_writes_only_a_changed_entry(opts: dict[str, Any]) -> None:
     data.close()
 
 
+def test_snapshot_reads_banks_once_and_store_compares_with_it(opts: dict[str, Any]) -> None:
+    data = factory.open_data_cache(opts)
+    data.store("web1", "grains", {"os": "Debian"})
+    data.store("web2", "pillar", {"role": "db"})
+    known = data.snapshot("web1", ["grains", "pillar"])
+    assert known.value("grains") == {"os": "Debian"} and known.value("pillar") is None
+    assert known.updated("grains") == data.updated("web1", "grains") and known.updated("pillar") is None
+    assert known.covers("web1", "pillar") and not known.covers("web1", "mine") and not known.covers("web2", "grains")
+    # compared with the snapshot, not read again: an entry written since is not seen
+    data.store("web1", "grains", {"os": "Ubuntu"})
+    assert data.store("web1", "grains", {"os": "Debian"}, unless_same=True, known=known) is False
+    assert data.fetch("web1", "grains") == {"os": "Ubuntu"}
+    assert data.store("web1", "pillar", {"role": "web"}, unless_same=True, known=known) is True   # none in it
+    # a bank or minion the snapshot does not cover is read as ever
+    assert data.store("web2", "pillar", {"role": "db"}, unless_same=True, known=known) is False
+    assert data.store("web1", "mine", {}, unless_same=True, known=known) is True
+    value = known.value("grains")
+    value["os"] = "changed"                                 # a fresh copy each time
+    assert known.value("grains") == {"os": "Debian"}
+    assert data.snapshot("nobody", ["grains"]).rows == {} and data.snapshot("web1", []).rows == {}
+    data.close()
+
+
 def test_view_reads_only_when_looked_into(opts: dict[str, Any]) -> None:
     data = factory.open_data_cache(opts)
     view = data.view("grains")

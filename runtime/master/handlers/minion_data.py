@@ -15,6 +15,7 @@ from runtime.master.handlers.context import Refused, WorkerContext
 from runtime.master.store.errors import StoreUnavailable
 
 if TYPE_CHECKING:
+    from runtime.master.datacache import Snapshot
     from runtime.master.pillar_service import PillarService
 
 
@@ -33,10 +34,10 @@ class MinionDataHandlers:
         self.ctx = ctx
         self._pillar: PillarService | None = None   # made at the first _pillar (it loads the compiler)
 
-    def _store_grains(self, minion_id: str, grains: dict[str, Any]) -> None:
+    def _store_grains(self, minion_id: str, grains: dict[str, Any], known: Snapshot | None = None) -> None:
         stored = dict(grains)
         stored["id"] = minion_id
-        self.ctx.data.store(minion_id, "grains", stored, unless_same=True)
+        self.ctx.data.store(minion_id, "grains", stored, unless_same=True, known=known)
 
     def grains(self, minion_id: str, upload: protocol.GrainsUpload) -> protocol.Ok:
         self._store_grains(minion_id, upload.grains)
@@ -48,20 +49,27 @@ class MinionDataHandlers:
                                       "minion cannot change what its pillar is compiled from",
                                       ", ".join(request.ignored), minion_id)
         grains = request.grains
-        if grains is not None:
-            try:
-                self._store_grains(minion_id, grains)
-            except StoreUnavailable as exc:   # the pillar is compiled from the grains sent all the same
-                self.ctx.refusals.warning("aes:_pillar:store_unavailable", "grains of minion %s not cached: %s",
-                                          minion_id, exc.message)
-        else:
-            grains = self.ctx.data.fetch(minion_id, "grains") or {}
+        # the minion's grains and pillar as stored, in one read: compared with what this request
+        # would write (most often the same), and the cached pillar with pillar_cache
+        known: Snapshot | None = None
+        try:
+            known = self.ctx.data.snapshot(minion_id, ("grains", "pillar"))
+            if grains is not None:
+                self._store_grains(minion_id, grains, known)
+        except StoreUnavailable as exc:   # the pillar is compiled from the grains sent all the same
+            if grains is None:
+                raise
+            self.ctx.refusals.warning("aes:_pillar:store_unavailable", "grains of minion %s not cached: %s",
+                                      minion_id, exc.message)
+        if grains is None:
+            grains = (known.value("grains") if known is not None else None) or {}
         if self._pillar is None:
             from runtime.master.pillar_service import PillarService
 
             self._pillar = PillarService(self.ctx.opts, self.ctx.data)
         return protocol.PillarReply(pillar=self._pillar.compile(minion_id, dict(grains), request.saltenv,
-                                                                request.pillarenv, clean_cache=request.clean_cache))
+                                                                request.pillarenv, clean_cache=request.clean_cache,
+                                                                known=known))
 
     # -- the mine ---------------------------------------------------------------------
     def mine_store(self, minion_id: str, request: protocol.MineStore) -> protocol.Ok:
