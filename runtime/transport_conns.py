@@ -56,7 +56,7 @@ class ConnectionLimits:
     max_unfinished: int = 64 * 1024 * 1024  # bytes of unfinished messages, all connections together
     max_message: int = 16 * 1024 * 1024     # one message (max_message_size): what one connection may hold
     max_unread: int = 8 * 1024 * 1024       # bytes of replies a flow's connections may leave unread
-    sweep_s: float = 0.1                    # how often every connection's counters are read
+    sweep_s: float = 0.1                    # how often the sweep runs (ConnectionTable.sweep)
 
 
 @dataclass(eq=False)
@@ -107,7 +107,13 @@ class ConnectionTable:
     by_fd: dict[int, Connection] = field(default_factory=dict)
     stats: ConnectionStats = field(default_factory=ConnectionStats)
 
-    SWEEP_SLICE = 500        # connections whose counters one sweep reads (all of them, in turns)
+    # Each sweep reads the counters of the next slice of connections, going round, so that every
+    # connection is read about once per READ_EVERY_S (those holding unfinished bytes: at every
+    # sweep), and never more than SWEEP_SLICE at once (beyond SWEEP_SLICE / sweep_s * READ_EVERY_S
+    # connections, a round takes longer).  Reading all at every sweep cost a master with a few
+    # hundred connections half of its request proxy's CPU.
+    SWEEP_SLICE = 500
+    READ_EVERY_S = 1.0
     REREAD_S = 0.05          # a held flow's counters are read again at most this often
 
     def __post_init__(self) -> None:
@@ -286,7 +292,8 @@ class ConnectionTable:
     # ------------------------------------------------------------ the periodic sweep
     def sweep(self) -> None:
         """Every ``sweep_s``: take the monitor's events; read the counters of the next slice of
-        connections (all of them in turns); close the silent, the idle, and those holding
+        connections (all of them in turns, :attr:`READ_EVERY_S`) and of those holding unfinished
+        bytes; close the silent, the idle, and those holding
         unfinished messages beyond the bounds."""
         now = self.clock()
         if now < self._next_sweep:
@@ -323,15 +330,16 @@ class ConnectionTable:
                 self._close_unfinished(conn, f"{total + conn.unfinished} bytes on all connections")
 
     def _next_slice(self) -> list[Connection]:
-        """The next ``SWEEP_SLICE`` connections, going round: every connection is read within
-        ``len / SWEEP_SLICE`` sweeps.  (Taking ``conns[start:start + SWEEP_SLICE]`` without
-        wrapping read only those from ``start`` on, and ``start`` could stay put for good: with 5
-        connections, 500 % 5 == 0, two of them were never read again.)"""
+        """The next slice of connections, going round: every connection is read within
+        ``len / slice`` sweeps.  (Taking ``conns[start:start + slice]`` without wrapping read only
+        those from ``start`` on, and ``start`` could stay put for good: with 5 connections,
+        500 % 5 == 0, two of them were never read again.)"""
         conns = list(self.by_fd.values())
         if not conns:
             return []
         start = self._turn % len(conns)
-        count = min(self.SWEEP_SLICE, len(conns))
+        share = -(-len(conns) * self.limits.sweep_s // self.READ_EVERY_S)   # ceil: a round per READ_EVERY_S
+        count = min(self.SWEEP_SLICE, len(conns), max(1, int(share)))
         self._turn = start + count
         return [conns[(start + offset) % len(conns)] for offset in range(count)]
 

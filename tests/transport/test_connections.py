@@ -182,6 +182,35 @@ class CountingDescriptors:
         return "127.0.0.1", 40_000 + fd
 
 
+@pytest.mark.parametrize("count", [1, 3, 333, 1000, 20_000])
+def test_each_connection_is_read_about_once_a_second(ctx, count: int) -> None:
+    """Sweeps every 0.1 s read a tenth of the connections each (at most SWEEP_SLICE): every one
+    within READ_EVERY_S, without reading all of them ten times a second."""
+    from runtime.transport_conns import ConnectionTable
+
+    now = [0.0]
+    table = ConnectionTable(ctx.socket(zmq.ROUTER), ConnectionLimits(sweep_s=0.1, first_request_s=1e9, max_connections=30_000),
+                            clock=lambda: now[0])
+    try:
+        table.os = CountingDescriptors()  # type: ignore[assignment]
+        for fd in range(10, 10 + count):
+            table._accepted(fd)
+        table.os.read.clear()
+        sweeps = 0
+        while set(table.os.read) != set(table.by_fd):
+            now[0] += 0.1
+            table.sweep()
+            sweeps += 1
+            assert sweeps <= 1000
+        per_sweep = min(ConnectionTable.SWEEP_SLICE, -(-count // 10))
+        assert len(table.os.read) == sweeps * per_sweep      # the last slice may start the next round
+        assert sweeps == -(-count // per_sweep)
+        assert sweeps * 0.1 <= max(ConnectionTable.READ_EVERY_S, count / ConnectionTable.SWEEP_SLICE * 0.1) + 1e-9
+    finally:
+        table.close()
+        table.sock.close(linger=0)
+
+
 @pytest.mark.parametrize(("count", "per_sweep"), [(5, 500), (8, 500), (8, 3), (7, 3), (1, 500)])
 def test_every_connection_is_read_within_its_turn(ctx, count: int, per_sweep: int,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
