@@ -18,7 +18,8 @@ master copies the events of its bus there and fires the other masters' events on
 
 Changes are numbered (``seq``, increasing); a master that reads :meth:`ChangeLog.since` its last
 number after a reconnect misses nothing that is still kept (``keep_s``).  :meth:`ChangeLog.wait`
-blocks until a new change or event may be there (PostgreSQL ``LISTEN``), so a listener needs no polling.
+blocks until a new change or event may be there (PostgreSQL ``LISTEN``), so a listener needs no polling;
+a notification carries the events themselves when they fit in it, so the other masters need not read them.
 A single master's store (SQLite) records nothing: there is nobody else to tell.
 """
 
@@ -50,6 +51,19 @@ class SharedEvent:
     at: float
 
 
+@dataclass(frozen=True)
+class Wakeup:
+    """What :meth:`ChangeLog.wait` woke up with: the logs to read, and the shared events that the
+    notifications carried themselves (they need not be read)."""
+
+    logs: frozenset[str] = frozenset()
+    events: tuple[SharedEvent, ...] = ()
+
+    @property
+    def timed_out(self) -> bool:
+        return not self.logs and not self.events
+
+
 class ChangeLog(Protocol):
     def record(self, topic: str, data: dict[str, Any], master_id: str) -> int:
         """Record a change on its own (a ``publish``); its number."""
@@ -61,10 +75,11 @@ class ChangeLog(Protocol):
     def since(self, seq: int, limit: int = 1000) -> list[Change]:
         """The changes numbered above ``seq``, oldest first."""
 
-    def wait(self, timeout: float) -> frozenset[str]:
+    def wait(self, timeout: float) -> Wakeup:
         """Block until a change or a shared event may have been recorded, or ``timeout`` seconds
-        passed: the logs the notifications named (``CHANGES``, ``EVENTS``; empty at the timeout),
-        so a reader reads only those."""
+        passed: the logs the notifications named (``CHANGES``, ``EVENTS``), so a reader reads only
+        those, and the events they carried (a batch of events small enough to fit a notification
+        travels in it; a bigger one names the log); nothing at the timeout."""
 
     def prune(self, keep_s: float) -> int:
         """Forget changes older than ``keep_s`` seconds; how many."""

@@ -147,6 +147,18 @@ class Relay:
             self.events_cursor.advance(now)
         return done
 
+    def take_carried(self, events: Collection[SharedEvent]) -> int:
+        """Fire the events a notification carried (each once, as if read from the log); how many."""
+        done = 0
+        for event in events:
+            if self.events_cursor.take(event.seq):
+                if event.master_id != self.me:
+                    self.fire(event)
+                done += 1
+        if events:
+            self.events_cursor.advance(time.monotonic())
+        return done
+
     def apply(self, change: Change) -> None:
         if change.topic == "revoke":
             for minion_id in change.data.get("ids", []):
@@ -301,7 +313,9 @@ def run(opts: dict[str, Any], identity: Identity, stop: threading.Event) -> None
                 if time.monotonic() - last_prune > 60:
                     stores.changes.prune_events(EVENTS_KEEP_S)
                     last_prune = time.monotonic()
-                logs = stores.changes.wait(1.0) or BOTH_LOGS
+                wake = stores.changes.wait(1.0)
+                relay.take_carried(wake.events)
+                logs = BOTH_LOGS if wake.timed_out else wake.logs
             except StoreUnavailable as exc:
                 unavailable.warning("cluster:changes", "changes of the other masters not read now: %s", exc.message)
                 logs = BOTH_LOGS

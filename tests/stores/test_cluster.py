@@ -6,6 +6,7 @@ one cluster")."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from runtime.config import ConfigError
 from runtime.crypt.handshake import SessionKeys
 from runtime.crypt.identity import Identity
 from runtime.crypt.publish import PublicationReceiver
+from runtime.master.changes import ChangeLog, SharedEvent
 from runtime.master.cluster import Relay, shared_tag
 from runtime.master.event_publisher import RELAYED
 from runtime.master.store import factory
@@ -33,6 +35,22 @@ def pg_opts(postgres: Postgres, store_database: str, tmp_path: Path) -> dict[str
             "id": "master-a", "master_store": "postgres", "master_store_dsn": postgres.dsn(store_database)}
 
 
+def wait_notified(log: ChangeLog, more: Callable[[set[str], list[SharedEvent]], bool],
+                  timeout: float = 5.0) -> tuple[set[str], list[SharedEvent]]:
+    """What ``log.wait`` woke up with (the logs named, the events carried), waiting again while
+    ``more(logs, events)`` (notifications may come in separate packets)."""
+    woken: set[str] = set()
+    carried: list[SharedEvent] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        wake = log.wait(max(0.0, deadline - time.monotonic()))
+        woken |= wake.logs
+        carried.extend(wake.events)
+        if not more(woken, carried):
+            break
+    return woken, carried
+
+
 def test_publications_and_events_reach_the_other_masters(opts: dict[str, Any], tmp_path: Path) -> None:
     a = factory.open_change_log(opts)
     b = factory.open_change_log(other_master(opts, tmp_path))
@@ -45,18 +63,27 @@ def test_publications_and_events_reach_the_other_masters(opts: dict[str, Any], t
         if opts.get("master_store", "sqlite") == "sqlite":      # one master: nobody to tell
             assert seq == 0 and b.since(start) == [] and b.events_since(start_ev) == []
             return
-        woken = set(b.wait(5.0))                  # LISTEN woke up, naming the log(s) written
-        if woken != {"changes", "events"}:        # the two NOTIFYs may come in two packets
-            woken |= b.wait(5.0)
-        assert woken == {"changes", "events"}
+        # LISTEN woke up, naming the changes log; the events came in their notification
+        woken, carried = wait_notified(b, lambda logs, got: len(got) < 2 or "changes" not in logs)
+        assert woken == {"changes"}
         changes = b.since(start)
         assert [(c.seq, c.topic, c.master_id, c.data["payload"]["jid"]) for c in changes] == \
             [(seq, "publish", "master-a", "1")]
         events = b.events_since(start_ev)
         assert [(e.master_id, e.tag, codec.unpack(e.data)) for e in events] == \
             [("master-a", "salt/job/1/new", {"jid": "1"}), ("master-a", "salt/auth", {"id": "m1"})]
+        assert [(e.seq, e.master_id, e.tag, e.data) for e in carried] == \
+            [(e.seq, e.master_id, e.tag, e.data) for e in events]
+        assert all(abs(e.at - r.at) < 1e-3 for e, r in zip(carried, events, strict=True))
         assert b.events_since(events[-1].seq) == []
-        assert a.prune_events(0.0) == 2 and b.events_since(start_ev) == []
+        # events too big for one notification (8000 bytes) are not carried: it names the log
+        big = [("salt/job/2/ret/m1", codec.pack({"return": "x" * 3000})), ("salt/job/2/ret/m2", codec.pack({"x": 1})),
+               ("salt/job/2/ret/m3", codec.pack({"return": "y" * 3000}))]
+        a.record_events("master-a", big)
+        woken, carried = wait_notified(b, lambda logs, got: "events" not in logs and not got)
+        assert woken == {"events"} and carried == []
+        assert [(e.tag, e.data) for e in b.events_since(events[-1].seq)] == big
+        assert a.prune_events(0.0) == 5 and b.events_since(start_ev) == []
     finally:
         a.close()
         b.close()
@@ -146,6 +173,15 @@ def test_the_relay_acts_on_another_master_s_changes(pg_opts: dict[str, Any], tmp
         assert relay.catch_up({"events"}) == 3              # b's own salt/auth read too (not fired)
         assert bus_pull.poll(2000)
         assert bus_pull.recv_multipart()[0] == b"salt/key" and not bus_pull.poll(200)
+        # events carried by their notification: fired from it, each once, and not again from the log
+        while not b_stores.changes.wait(0.3).timed_out:     # LISTEN from now on; what came before, gone
+            pass
+        a_stores.changes.record_events("master-a", [("salt/key", codec.pack({"act": "delete"}))])
+        woken, carried = wait_notified(b_stores.changes, lambda logs, got: not got)
+        assert woken == set() and [e.tag for e in carried] == ["salt/key"]
+        assert relay.take_carried(carried) == 1 and relay.take_carried(carried) == 0
+        assert bus_pull.poll(2000) and codec.unpack(bus_pull.recv_multipart()[1]) == {"act": "delete"}
+        assert relay.catch_up({"events"}) == 0 and not bus_pull.poll(200)
         # a revocation recorded by master a (a key deleted there)
         a_stores.sessions.revoke("m1", "deleted")
         assert b_stores.sessions.minion_sessions("m1") == [keys.sid]

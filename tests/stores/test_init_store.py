@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from runtime.crypt.identity import Identity
+from runtime.master.changes import Wakeup
 from runtime.master.store import factory, pg_schema
 from runtime.master.store.errors import SchemaError
 from tests.pgserver import Postgres
@@ -111,7 +112,7 @@ def test_a_key_change_is_announced_to_a_listening_master(postgres: Postgres, tmp
     factory.init_store(opts)
     changes = factory.open_change_log(opts)
     start = changes.latest()
-    woke: list[frozenset[str]] = []
+    woke: list[Wakeup] = []
     listener = threading.Thread(target=lambda: woke.append(changes.wait(20)))
     changes.wait(0.01)                       # LISTEN before the change
     listener.start()
@@ -120,7 +121,7 @@ def test_a_key_change_is_announced_to_a_listening_master(postgres: Postgres, tmp
     keys.admit("web1", Identity.generate().public_raw, auto_accept=True)
     keys.delete("web1")
     listener.join(20)
-    assert woke == [frozenset({"changes"})]        # a key change: the changes log only
+    assert woke == [Wakeup(frozenset({"changes"}))]        # a key change: the changes log only
     seen = [(c.topic, c.data, c.master_id) for c in changes.since(start)]
     assert seen == [("key", {"action": "admit", "changed": {"minions": ["web1"]}}, "master-b"),
                     ("key", {"action": "delete", "changed": {"minions": ["web1"]}}, "master-b")]

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from runtime.config import ConfigError, option, optional_option
-from runtime.master.changes import Change, ChangeLog, SharedEvent
+from runtime.master.changes import Change, ChangeLog, SharedEvent, Wakeup
 from runtime.master.datacache import DataCache
 from runtime.master.jobcache import JobCache
 from runtime.master.keys import KeyStore
@@ -199,11 +199,11 @@ class NoChanges:
     def prune_events(self, keep_s: float) -> int:
         return 0
 
-    def wait(self, timeout: float) -> frozenset[str]:
+    def wait(self, timeout: float) -> Wakeup:
         import time
 
         time.sleep(max(0.0, timeout))
-        return frozenset()
+        return Wakeup()
 
     def prune(self, keep_s: float) -> int:
         return 0
