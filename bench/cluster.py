@@ -12,7 +12,10 @@ bench/.work/cluster/, with the same minions and the same trees (the bench fleet'
   the run (bench/pgserver.py: initdb + pg_ctl on a free port of 127.0.0.1, PostgreSQL's durable
   defaults, ``master_store_pool_size`` and the rest saltpan's defaults).
 
-Masters: auto_accept, 5 workers (the default).  Minions: three ``saltpan swarm`` processes of a
+Masters: auto_accept; ``--workers`` (5, the default ``worker_threads``) on the SQLite master, and
+``--cluster-workers`` on each cluster master (default: ``--workers`` shared among the three, rounded
+up: 2), so that both setups run about as many worker processes on this machine, each cluster master
+with the share of the cores it would have on a machine of its own.  Minions: three ``saltpan swarm`` processes of a
 third of ``--count`` each.  In the cluster each swarm's minions list all three masters, their own
 first, with ``master_type: failover`` and ``master_alive_interval: --alive`` (a Salt user's
 failover setup); on SQLite they all name the one master.  Figures, in this order:
@@ -214,11 +217,12 @@ class Setup:
         self.pg = pg
         ports = (common.free_port(), common.free_port())
         count = 1 if kind == "sqlite" else 3
+        self.workers = args.workers if kind == "sqlite" else cluster_workers(args)
         dsn = pg.dsn(pg.create_database("bench_cluster")) if pg is not None else None
         self.dsn = dsn
         self.masters: list[HostMaster] = []
         for index in range(count):
-            extra: dict[str, Any] = {"id": f"master-{NAMES[index]}"}
+            extra: dict[str, Any] = {"id": f"master-{NAMES[index]}", "worker_threads": self.workers}
             if dsn is not None:
                 extra.update(master_store="postgres", master_store_dsn=dsn, cluster_id=CLUSTER_ID)
             self.masters.append(HostMaster(scratch / kind / NAMES[index], fleet, HOSTS[index], ports, extra))
@@ -456,8 +460,10 @@ def report(args: argparse.Namespace, sq: dict[str, Any], cl: dict[str, Any], loa
                  f"{cl['load_before']:.1f} → {cl.get('load_after', 0):.1f}).")
     lines.append(f"- Minions: three `saltpan swarm` processes of a third of {n:,} each. Cluster: each swarm's minions "
                  f"list the three masters, their own first (`master_type: failover`, `master_alive_interval: "
-                 f"{args.alive:g}`); SQLite: they all name the one master. Masters: auto_accept, 5 workers, "
-                 "the bench fleet's trees; the cluster's on 127.0.0.2-4 (the same ports), one PostgreSQL "
+                 f"{args.alive:g}`); SQLite: they all name the one master. Masters: auto_accept, the bench fleet's "
+                 f"trees, worker_threads {args.workers} on the SQLite master and {cluster_workers(args)} on each cluster "
+                 "master (about as many worker processes on this machine in both setups: each cluster master with the "
+                 "third of the cores it would have on a machine of its own); the cluster's on 127.0.0.2-4 (the same ports), one PostgreSQL "
                  "(bench/pgserver.py, durable defaults) started for the run.")
     lines.append("- Auth storm: until every minion's `salt/minion/<id>/start` reached the first master's bus "
                  "(in the cluster, relayed from the other masters through PostgreSQL). Ping: `saltpan run -c F '*' "
@@ -469,21 +475,27 @@ def report(args: argparse.Namespace, sq: dict[str, Any], cl: dict[str, Any], loa
                  "wall time; CPU = utime + stime (children's included) of every master process and, in the cluster, "
                  "every PostgreSQL process, over the run, per request (the job's publish and return included, on "
                  f"both sides). Fewest answering: SQLite {sq['pillar_answered']:,}, cluster {cl['pillar_answered']:,}.")
-    lines.append("- What limits the cluster here: 2 cores for three masters (15 workers, 3 relays) and PostgreSQL, so "
+    lines.append(f"- What limits the cluster here: 2 cores for three masters ({3 * cluster_workers(args)} workers, 3 "
+                 "relays) and PostgreSQL, so "
                  "wall times cannot improve on one machine; the CPU cost per request is what scales out when each "
                  "master has its own machine. The cluster pays per request for the relay (every job's publication "
                  "and every event copied through PostgreSQL to the other masters: sequential jobs at a minion of "
                  "another master wait for the relay's wake-up), the store's client side in the workers (psycopg "
                  "round trips: about 0.1-0.3 ms of worker CPU per statement against 0.01-0.07 ms for SQLite, "
-                 "measured in process) and PostgreSQL's own share (its row above); and with five times the server "
-                 "processes on the same two cores, each one's CPU time grows with the context switches between "
-                 "them. `above the idle servers' CPU` takes away the servers' CPU with nothing asked (heartbeats, "
+                 "measured in process) and PostgreSQL's own share (its row above); and with three times the "
+                 "masters' other processes on the same two cores, each one's CPU time grows with the context "
+                 "switches between them (more so with more workers per master: see the notes below the table). `above the idle servers' CPU` takes away the servers' CPU with nothing asked (heartbeats, "
                  "relay polls, maintenance), measured beforehand for --idle s.")
     lines.append("- Failover: SIGKILL of the second master's process group; the time until every minion of its swarm "
                  "answered a test.ping published on the first master: the publish connection's drop makes each minion "
                  "heartbeat at once, `master_alive_interval` without a reply ends the session, then the reconnect "
                  "backoff and a new session with the next master of its list (docs/failover.md).")
     return "\n".join(lines)
+
+
+def cluster_workers(args: argparse.Namespace) -> int:
+    """Each cluster master's worker_threads: --cluster-workers, else --workers shared among the masters."""
+    return args.cluster_workers or max(1, -(-args.workers // 3))
 
 
 def run_setups(args: argparse.Namespace, fleet: common.Fleet) -> tuple[dict[str, dict[str, Any]], dict[str, float]]:
@@ -513,6 +525,9 @@ def main(argv: list[str] | None = None) -> int:
     common.add_fleet_args(parser)
     common.add_load_args(parser)
     parser.add_argument("--count", type=int, default=1000, help="minions in each setup (default 1000)")
+    parser.add_argument("--workers", type=int, default=5, help="the SQLite master's worker_threads (default 5)")
+    parser.add_argument("--cluster-workers", type=int, default=0,
+                        help="each cluster master's worker_threads (default: --workers / 3, rounded up)")
     parser.add_argument("--pings", type=int, default=3, help="test.ping to all runs per setup (default 3)")
     parser.add_argument("--job-seconds", type=float, default=8.0, help="seconds of sequential jobs (default 8)")
     parser.add_argument("--pillar-rounds", type=int, default=3, help="pillar refresh rounds per setup (default 3)")
