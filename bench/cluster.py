@@ -12,10 +12,9 @@ bench/.work/cluster/, with the same minions and the same trees (the bench fleet'
   the run (bench/pgserver.py: initdb + pg_ctl on a free port of 127.0.0.1, PostgreSQL's durable
   defaults, ``master_store_pool_size`` and the rest saltpan's defaults).
 
-Masters: auto_accept; ``--workers`` (5, the default ``worker_threads``) on the SQLite master, and
-``--cluster-workers`` on each cluster master (default: ``--workers`` shared among the three, rounded
-up: 2), so that both setups run about as many worker processes on this machine, each cluster master
-with the share of the cores it would have on a machine of its own.  Minions: three ``saltpan swarm`` processes of a
+Masters: auto_accept, ``--workers`` (default 5, the default ``worker_threads``) each;
+``--cluster-workers`` gives the cluster's masters another number, to see how the 2 cores shared by
+three masters' workers change their CPU per request.  Minions: three ``saltpan swarm`` processes of a
 third of ``--count`` each.  In the cluster each swarm's minions list all three masters, their own
 first, with ``master_type: failover`` and ``master_alive_interval: --alive`` (a Salt user's
 failover setup); on SQLite they all name the one master.  Figures, in this order:
@@ -462,8 +461,7 @@ def report(args: argparse.Namespace, sq: dict[str, Any], cl: dict[str, Any], loa
                  f"list the three masters, their own first (`master_type: failover`, `master_alive_interval: "
                  f"{args.alive:g}`); SQLite: they all name the one master. Masters: auto_accept, the bench fleet's "
                  f"trees, worker_threads {args.workers} on the SQLite master and {cluster_workers(args)} on each cluster "
-                 "master (about as many worker processes on this machine in both setups: each cluster master with the "
-                 "third of the cores it would have on a machine of its own); the cluster's on 127.0.0.2-4 (the same ports), one PostgreSQL "
+                 "master; the cluster's on 127.0.0.2-4 (the same ports), one PostgreSQL "
                  "(bench/pgserver.py, durable defaults) started for the run.")
     lines.append("- Auth storm: until every minion's `salt/minion/<id>/start` reached the first master's bus "
                  "(in the cluster, relayed from the other masters through PostgreSQL). Ping: `saltpan run -c F '*' "
@@ -484,7 +482,7 @@ def report(args: argparse.Namespace, sq: dict[str, Any], cl: dict[str, Any], loa
                  "round trips: about 0.1-0.3 ms of worker CPU per statement against 0.01-0.07 ms for SQLite, "
                  "measured in process) and PostgreSQL's own share (its row above); and with three times the "
                  "masters' other processes on the same two cores, each one's CPU time grows with the context "
-                 "switches between them (more so with more workers per master: see the notes below the table). `above the idle servers' CPU` takes away the servers' CPU with nothing asked (heartbeats, "
+                 "switches between them. `above the idle servers' CPU` takes away the servers' CPU with nothing asked (heartbeats, "
                  "relay polls, maintenance), measured beforehand for --idle s.")
     lines.append("- Failover: SIGKILL of the second master's process group; the time until every minion of its swarm "
                  "answered a test.ping published on the first master: the publish connection's drop makes each minion "
@@ -494,8 +492,8 @@ def report(args: argparse.Namespace, sq: dict[str, Any], cl: dict[str, Any], loa
 
 
 def cluster_workers(args: argparse.Namespace) -> int:
-    """Each cluster master's worker_threads: --cluster-workers, else --workers shared among the masters."""
-    return args.cluster_workers or max(1, -(-args.workers // 3))
+    """Each cluster master's worker_threads: --cluster-workers, else --workers as the SQLite master."""
+    return args.cluster_workers or args.workers
 
 
 def run_setups(args: argparse.Namespace, fleet: common.Fleet) -> tuple[dict[str, dict[str, Any]], dict[str, float]]:
@@ -525,9 +523,9 @@ def main(argv: list[str] | None = None) -> int:
     common.add_fleet_args(parser)
     common.add_load_args(parser)
     parser.add_argument("--count", type=int, default=1000, help="minions in each setup (default 1000)")
-    parser.add_argument("--workers", type=int, default=5, help="the SQLite master's worker_threads (default 5)")
+    parser.add_argument("--workers", type=int, default=5, help="each master's worker_threads (default 5)")
     parser.add_argument("--cluster-workers", type=int, default=0,
-                        help="each cluster master's worker_threads (default: --workers / 3, rounded up)")
+                        help="each cluster master's worker_threads, when not --workers")
     parser.add_argument("--pings", type=int, default=3, help="test.ping to all runs per setup (default 3)")
     parser.add_argument("--job-seconds", type=float, default=8.0, help="seconds of sequential jobs (default 8)")
     parser.add_argument("--pillar-rounds", type=int, default=3, help="pillar refresh rounds per setup (default 3)")
