@@ -61,6 +61,9 @@ class Subscriptions:
         return codec.pack(sorted(self.topics))
 
 
+_POLLIN = int(zmq.POLLIN)
+
+
 def unpack_topics(frame: bytes) -> frozenset[bytes] | None:
     """The topics of a SUBSCRIPTIONS message, None when it is not one."""
     try:
@@ -124,22 +127,24 @@ def _serve_cluster(ctx: zmq.Context, pull: zmq.Socket, pub: zmq.Socket, opts: di
                     pass
             if pull not in ready:
                 continue
+            # plain-int flags and no exception per empty read (transport.send_parts): per event
             for _ in range(1000):
-                try:
-                    frames = pull.recv_multipart(zmq.NOBLOCK)
-                except zmq.Again:
+                if not int(pull.getsockopt(zmq.EVENTS)) & _POLLIN:
                     break
+                frames = transport.recv_parts(pull, transport.NOBLOCK, max_frames=3)
+                if frames is None:
+                    continue
                 if len(frames) == 3 and frames[2] == RELAYED:
                     frames = frames[:2]
                 elif len(frames) != 2:
                     continue
                 else:
                     try:
-                        relay.send_multipart(frames, zmq.NOBLOCK)
+                        transport.send_parts(relay, frames, transport.NOBLOCK)
                     except zmq.Again:
                         pass
                 try:
-                    pub.send_multipart(frames, zmq.NOBLOCK)
+                    transport.send_parts(pub, frames, transport.NOBLOCK)
                 except zmq.Again:
                     pass
     finally:
