@@ -98,6 +98,30 @@ def test_a_restart_between_two_requests_goes_unnoticed(postgres: Postgres, pg_op
     keys.close()
 
 
+def test_a_write_sent_again_after_a_restart_leaves_a_newer_row_alone(postgres: Postgres,
+                                                                     pg_opts: dict[str, Any]) -> None:
+    """PgDatabase.write sends ``again`` on its second try (the pooled connection found dead, the
+    first send perhaps committed): the data cache's upsert then leaves alone a row newer than the
+    one it repeats, and still replaces an older one."""
+    from runtime.master.store.pg_data import UPSERT, UPSERT_UNLESS_NEWER
+
+    data = factory.open_data_cache(pg_opts)
+    db = data.db  # type: ignore[attr-defined]
+    db.write(UPSERT, ("web1", "grains", '{"v": "newer"}', 2000.0))      # a connection now idles in the pool
+    postgres.stop()
+    postgres.start()
+    assert db.write(UPSERT, ("web1", "grains", '{"v": "older"}', 1000.0), again=UPSERT_UNLESS_NEWER) == 0
+    assert data.fetch("web1", "grains") == {"v": "newer"}
+    postgres.stop()
+    postgres.start()
+    assert db.write(UPSERT, ("web1", "grains", '{"v": 3}', 3000.0), again=UPSERT_UNLESS_NEWER) == 1
+    assert data.fetch("web1", "grains") == {"v": 3}
+    # on a live connection the first statement is the one sent: a plain upsert
+    assert db.write(UPSERT, ("web1", "grains", '{"v": 4}', 1000.0), again=UPSERT_UNLESS_NEWER) == 1
+    assert data.fetch("web1", "grains") == {"v": 4}
+    data.close()
+
+
 def test_a_return_after_a_restart_is_stored_once(postgres: Postgres, pg_opts: dict[str, Any]) -> None:
     # a return is one autocommit statement (PgDatabase.write): on the dead pooled connection it is
     # sent again on a new one, stored, and a second return of the minion is still a duplicate

@@ -215,7 +215,7 @@ class PgDatabase:
                 self._checkin(conn)
         raise AssertionError("unreachable")
 
-    def write(self, sql: str, params: tuple[object, ...] = ()) -> int:
+    def write(self, sql: str, params: tuple[object, ...] = (), *, again: str | None = None) -> int:
         """One write statement on its own, in autocommit (PostgreSQL runs it atomically, in a
         transaction of its own): the rows it changed.  Two round trips fewer than :meth:`run`
         (BEGIN and COMMIT of a one-statement transaction), which a request's writes (its return,
@@ -223,12 +223,14 @@ class PgDatabase:
         again: an upsert, or an ``INSERT ... ON CONFLICT DO NOTHING`` whose caller takes 0 rows for
         "there already", or one whose repeat is harmless (the shared events: copied at least once) — a
         pooled connection found dead gets it once more on a new one (as :meth:`run` does), and if
-        that connection died after PostgreSQL committed it, the repeat finds the row."""
+        that connection died after PostgreSQL committed it, the repeat finds the row.  ``again``:
+        the statement sent on that second try instead (same parameters), for a write whose repeat
+        must not undo what others wrote meanwhile (an upsert that leaves a newer row alone)."""
         psycopg = self._psycopg
         for attempt in (1, 2):
             conn, reused = self._checkout()
             try:
-                return int(conn.execute(sql, params).rowcount)
+                return int(conn.execute(sql if attempt == 1 or again is None else again, params).rowcount)
             except psycopg.Error as exc:
                 if attempt == 1 and reused and (conn.closed or conn.broken):
                     continue

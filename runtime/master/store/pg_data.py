@@ -8,6 +8,10 @@ from collections.abc import Callable, Iterable, Iterator
 from runtime.master.datacache import BankCache, Version
 from runtime.master.store.pg import PgDatabase
 
+UPSERT = ("INSERT INTO saltpan_minion_data (minion, bank, value, updated) VALUES (%s, %s, %s, %s) "
+          "ON CONFLICT (minion, bank) DO UPDATE SET value = excluded.value, updated = excluded.updated")
+UPSERT_UNLESS_NEWER = UPSERT + " WHERE saltpan_minion_data.updated < excluded.updated"
+
 
 class PgDataCache(BankCache):
     def __init__(self, db: PgDatabase, *, still_known: Callable[[str], bool] | None = None,
@@ -19,9 +23,9 @@ class PgDataCache(BankCache):
         self.db.close()
 
     def _put(self, minion: str, bank: str, text: str, updated: float) -> None:
-        self.db.write("INSERT INTO saltpan_minion_data (minion, bank, value, updated) VALUES (%s, %s, %s, %s) "
-                      "ON CONFLICT (minion, bank) DO UPDATE SET value = excluded.value, updated = excluded.updated",
-                      (minion, bank, text, updated))
+        # sent again on a pooled connection found dead (PgDatabase.write): that first send may have
+        # been committed and another write made since, which the repeat must leave alone
+        self.db.write(UPSERT, (minion, bank, text, updated), again=UPSERT_UNLESS_NEWER)
 
     def _delete(self, minion: str, bank: str, updated: float | None = None) -> None:
         if updated is None:
