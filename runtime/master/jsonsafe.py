@@ -28,4 +28,10 @@ def jsonable(data: Any) -> Any:
 
 
 def dumps(data: Any) -> str:
-    return json.dumps(jsonable(data), default=str)
+    """``data`` as JSON text: keys as :func:`jsonable` makes them, odd values as ``str()``."""
+    try:
+        # the C encoder alone, for data whose keys JSON takes as they are (nearly always): it turns
+        # int, float, bool and None keys into text itself, as it does once jsonable() went through
+        return json.dumps(data, default=str)
+    except TypeError:   # a key JSON does not take (bytes, a tuple...): rebuilt by jsonable() first
+        return json.dumps(jsonable(data), default=str)
