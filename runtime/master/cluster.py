@@ -19,7 +19,8 @@ Through the database, no master-to-master socket (docs/protocol.md, "Masters in 
   ``salt/auth`` / ``salt/key`` events of all, and a master nobody listens on fires none.
 
 PostgreSQL ``LISTEN`` wakes the relay at each change, and it reads the log the notification names
-(the changes, or the shared events); it also reads both every second for what it may have missed,
+(the changes, or the shared events; a notification of events carries them when they fit in it,
+and those are fired without a read); it also reads both every second for what it may have missed,
 and after an outage from where it stopped.  While the database is unreachable the relay
 keeps the events of its bus in memory (up to ``MAX_BUFFERED``, the oldest dropped beyond it, with
 a warning) and sends them when it is back; publications older than ``PUBLISH_MAX_AGE_S`` are not

@@ -64,7 +64,8 @@ class DataCache(Protocol):
         """Keep ``data`` as the minion's entry in ``bank`` (:class:`DataTooLarge` past max_size).
         With ``unless_same``, an entry equal to the stored one is not written again, and its
         ``updated`` stays; the stored one is the one in ``known`` when that covers the bank (read
-        earlier in the same request), else read now.  Whether it was written."""
+        earlier in the same request, so a write made since by another request is not seen: a value
+        equal to the one read then is not written over it), else read now.  Whether it was written."""
 
     def snapshot(self, minion: str, banks: Iterable[str]) -> Snapshot:
         """The minion's entries in ``banks``, in one read."""

@@ -83,7 +83,13 @@ def test_publications_and_events_reach_the_other_masters(opts: dict[str, Any], t
         woken, carried = wait_notified(b, lambda logs, got: "events" not in logs and not got)
         assert woken == {"events"} and carried == []
         assert [(e.tag, e.data) for e in b.events_since(events[-1].seq)] == big
-        assert a.prune_events(0.0) == 5 and b.events_since(start_ev) == []
+        # ... counted in bytes: 2,700 characters of a tag, 8,100 bytes of UTF-8, are not carried either
+        wide = [("custom/" + "自" * 2700, codec.pack({"x": 1}))]
+        a.record_events("master-a", wide)
+        woken, carried = wait_notified(b, lambda logs, got: "events" not in logs and not got)
+        assert woken == {"events"} and carried == []
+        assert [(e.tag, e.data) for e in b.events_since(events[-1].seq)][-1] == wide[0]
+        assert a.prune_events(0.0) == 6 and b.events_since(start_ev) == []
     finally:
         a.close()
         b.close()

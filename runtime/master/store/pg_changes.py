@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 CHANNEL = "saltpan_changes"
 EVENTS_CHANNEL = "saltpan_events"
 _LOG_OF = {CHANNEL: CHANGES, EVENTS_CHANNEL: EVENTS}
-CARRIED_MAX = 7900      # characters of events a notification carries (PostgreSQL's limit: 8000 bytes)
+CARRIED_MAX = 7999      # bytes of events a notification carries (PostgreSQL's limit: under 8000 bytes)
 
 
 def record_change(conn: Conn, topic: str, data: dict[str, Any], master_id: str) -> int:
@@ -87,8 +87,9 @@ class PgChangeLog:
         self.db.write("WITH added AS (INSERT INTO saltpan_events (master_id, tag, data, at) "
                       "SELECT %s, * FROM unnest(%s::text[], %s::bytea[], %s::float8[]) RETURNING seq, tag, data), "
                       "carried AS (SELECT json_build_object('m', %s::text, 'at', %s::float8, 'e', json_agg("
-                      "json_build_array(seq, tag, encode(data, 'base64')) ORDER BY seq))::text AS p FROM added) "
-                      "SELECT pg_notify(%s, CASE WHEN length(p) <= %s THEN p ELSE '' END) FROM carried",
+                      "json_build_array(seq, tag, translate(encode(data, 'base64'), E'\\n', '')) ORDER BY seq))::text AS p "
+                      "FROM added) "
+                      "SELECT pg_notify(%s, CASE WHEN octet_length(p) <= %s THEN p ELSE '' END) FROM carried",
                       (master_id, [t for t, _ in events], [d for _, d in events], [now] * len(events), master_id,
                        now, EVENTS_CHANNEL, CARRIED_MAX))
 
