@@ -47,7 +47,7 @@ from runtime.master.changes import BOTH_LOGS, CHANGES, EVENTS, Change, ChangeLog
 from runtime.master.event_publisher import EVENT_RELAY, RELAYED, SUBSCRIPTIONS, listened, unpack_topics
 from runtime.master.revocation import loses_identity
 from runtime.master.sessions import SessionStore
-from runtime.master.store.errors import StoreUnavailable
+from runtime.master.store.errors import StoreError, StoreUnavailable
 from runtime.master.store.factory import master_id, open_master_stores
 from runtime.ratelog import RateLimitedLog
 
@@ -222,7 +222,15 @@ class Relay:
                         dropped, MAX_BUFFERED)
         if not batch:
             return 0
-        self.changes.record_events(self.me, batch)
+        try:
+            self.changes.record_events(self.me, batch)
+        except StoreUnavailable:
+            raise                     # kept for the next call
+        except StoreError as exc:
+            # refused for what they hold, not for the database's absence: sent again they would be
+            # refused again and hold back every later event of this bus; each on its own, and
+            # only the refused ones dropped
+            self._record_one_by_one(batch, exc)
         with self.outbox_lock:
             for _ in batch:
                 if self.outbox:
@@ -230,6 +238,22 @@ class Relay:
             if not self.outbox:
                 self.pending.clear()
         return len(batch)
+
+
+    def _record_one_by_one(self, batch: list[tuple[str, bytes]], exc: StoreError) -> None:
+        refused = []
+        for event in batch if len(batch) > 1 else []:
+            try:
+                self.changes.record_events(self.me, [event])
+            except StoreUnavailable:
+                raise
+            except StoreError as one:
+                refused.append((event[0], one))
+        if len(batch) == 1:
+            refused.append((batch[0][0], exc))
+        for tag, error in refused:
+            log.warning("event %s of this master's bus not shared: the database refused it (%s)", tag[:200],
+                        error.message)
 
 
 def _bus_reader(relay: Relay, opts: dict[str, Any], ctx: zmq.Context, stop: threading.Event) -> None:

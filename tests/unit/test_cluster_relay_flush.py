@@ -7,7 +7,10 @@ import logging
 import threading
 import time
 
+import pytest
+
 from runtime.master.cluster import FLUSH_GAP_S, Relay, _flusher
+from runtime.master.store.errors import StoreError, StoreUnavailable
 from runtime.ratelog import RateLimitedLog
 
 
@@ -70,3 +73,39 @@ def test_a_lone_event_goes_at_once_and_a_burst_goes_in_one_batch() -> None:
         stop.set()
         thread.join(2.0)
     assert not thread.is_alive()
+
+
+class RefusingLog(RecordingLog):
+    """A database that refuses any batch holding a tag with "bad" in it (as PostgreSQL refuses a
+    statement for what it holds), and is away while ``away`` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.away = False
+
+    def record_events(self, master_id: str, events: list[tuple[str, bytes]]) -> None:
+        if self.away:
+            raise StoreUnavailable("PostgreSQL is unavailable")
+        if any("bad" in tag for tag, _ in events):
+            raise StoreError("payload string too long")
+        super().record_events(master_id, events)
+
+
+def test_events_the_database_refuses_do_not_hold_back_the_others(caplog: pytest.LogCaptureFixture) -> None:
+    changes = RefusingLog()
+    relay = relay_with(changes)
+    for tag in (b"salt/auth", b"custom/bad", b"salt/key"):
+        relay.observe(tag, b"\x80")
+    with caplog.at_level(logging.WARNING, logger="saltpan.master.cluster"):
+        assert relay.flush() == 3
+    assert [tags for _, tags in changes.batches] == [["salt/auth"], ["salt/key"]]   # each alone, the bad one dropped
+    assert "event custom/bad of this master's bus not shared" in caplog.text
+    assert relay.flush() == 0 and not relay.pending.is_set()
+    relay.observe(b"custom/bad", b"\x80")                      # alone: dropped at once
+    assert relay.flush() == 1 and relay.flush() == 0
+    changes.away = True                                          # the database away: kept, not dropped
+    relay.observe(b"salt/auth", b"\x80")
+    with pytest.raises(StoreUnavailable):
+        relay.flush()
+    changes.away = False
+    assert relay.flush() == 1 and changes.batches[-1][1] == ["salt/auth"]
