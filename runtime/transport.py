@@ -156,7 +156,14 @@ def bound_port(endpoint: str) -> int:
 # costs more than the copy: a message to its garbage-collector thread when libzmq releases it).
 _SNDMORE = int(zmq.SNDMORE)
 _RCVMORE = int(zmq.RCVMORE)
+_POLLIN = int(zmq.POLLIN)
 NOBLOCK = int(zmq.NOBLOCK)
+
+
+def readable(sock: zmq.Socket) -> bool:
+    """Whether a message waits on ``sock`` (``ZMQ_EVENTS`` as a plain int: ``Socket.poll(0)``
+    builds a Poller per call, and pyzmq's enum members do their ``&`` in Python)."""
+    return bool(int(sock.getsockopt(zmq.EVENTS)) & _POLLIN)
 
 
 def send_parts(sock: zmq.Socket, parts: list[Any], flags: int = 0) -> None:

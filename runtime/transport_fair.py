@@ -107,8 +107,9 @@ class FairQueue(Generic[T]):
         self.lanes: dict[Lane, _LaneState[T]] = {lane: _LaneState() for lane in LANES}
         self._turn = 0
         self._seq = 0
-        self._orders: list[list[Lane]] | None = None     # lane_order's lists, one per schedule entry
-        self._orders_of: object = None
+        # lane_order's lists, one per schedule entry: the operator's lane, the entry's, the rest
+        self._orders = [[Lane.OPERATOR, preferred, *(lane for lane in LANES if lane not in (Lane.OPERATOR, preferred))]
+                        for preferred in (Lane(name) for name in self.limits.schedule)]
 
     # ------------------------------------------------------------ in
     def push(self, lane: Lane, key: FlowKey, item: T, now: float) -> tuple[bool, list[T]]:
@@ -149,13 +150,7 @@ class FairQueue(Generic[T]):
     # ------------------------------------------------------------ out
     def lane_order(self) -> list[Lane]:
         """The lanes in the order the next request is looked for."""
-        orders = self._orders
-        if orders is None or self._orders_of is not self.limits.schedule:
-            self._orders_of = self.limits.schedule
-            orders = self._orders = [
-                [Lane.OPERATOR, preferred, *(lane for lane in LANES if lane not in (Lane.OPERATOR, preferred))]
-                for preferred in (Lane(name) for name in self.limits.schedule)]
-        order = orders[self._turn % len(orders)]
+        order = self._orders[self._turn % len(self._orders)]
         self._turn += 1
         return order
 

@@ -29,12 +29,11 @@ from collections.abc import Callable
 
 import zmq
 
-from runtime.transport import NOBLOCK, recv_parts, send_parts
+from runtime.transport import NOBLOCK, readable, recv_parts, send_parts
 
 DRAIN_BATCH = 64            # messages a dispatcher takes per wake-up before letting others run
 SEND_RETRY_FIRST_S = 0.002  # a full send queue is tried again after this, doubling ...
 SEND_RETRY_MAX_S = 0.05     # ... up to this
-_POLLIN = int(zmq.POLLIN)   # a plain int: pyzmq's enum members do their arithmetic in Python
 
 
 class Dispatcher:
@@ -79,7 +78,7 @@ class Dispatcher:
 
     def after_send(self) -> None:
         """A send may have taken the notification of a message that arrived: look for it."""
-        if not self._closed and int(self.sock.getsockopt(zmq.EVENTS)) & _POLLIN:
+        if not self._closed and readable(self.sock):
             self.loop.call_soon(self.drain)
 
     def close(self) -> None:

@@ -18,7 +18,7 @@ import zmq
 
 from runtime import codec
 from runtime.protocol.base import MessageClass
-from runtime.transport import MAX_FRAMES, NOBLOCK, READY, RID_SIZE, recv_frames, send_parts
+from runtime.transport import MAX_FRAMES, NOBLOCK, READY, RID_SIZE, readable, recv_frames, send_parts
 from runtime.transport_conns import Connection, ConnectionLimits, ConnectionTable, frame_wire_size
 from runtime.transport_fair import LANES, FairLimits, FairQueue, FlowKey, Lane, Taken
 from runtime.transport_flows import ClientProofs, SessionDirectory, decode_meta, session_id
@@ -376,28 +376,20 @@ class RequestProxy:
                 events = dict(poller.poll(min(poll_ms, int(self.conns.limits.sweep_s * 1000))))
                 if self.conns.monitor in events:
                     self.conns.poll_events()
-                # ZMQ_EVENTS, not Socket.poll(0): that builds a Poller per call, per message here
                 if self.backend in events:
                     for _ in range(200):
-                        if not _readable(self.backend):
+                        if not readable(self.backend):
                             break
                         self._from_worker()
                 if self.frontend in events:
                     for _ in range(200):
-                        if not _readable(self.frontend):
+                        if not readable(self.frontend):
                             break
                         self._from_client()
                 self._dispatch()
                 self._housekeeping()
         finally:
             self.conns.close()
-
-
-_POLLIN = int(zmq.POLLIN)
-
-
-def _readable(sock: zmq.Socket) -> bool:
-    return bool(int(sock.getsockopt(zmq.EVENTS)) & _POLLIN)
 
 
 def return_large_buffers_to_os() -> bool:

@@ -140,24 +140,19 @@ class Relay:
                     done += 1
             self.changes_cursor.advance(now)
         if EVENTS in logs:
-            for event in self.changes.events_since(self.events_cursor.low, READ_LIMIT):
-                if self.events_cursor.take(event.seq):
-                    if event.master_id != self.me:
-                        self.fire(event)
-                    done += 1
-            self.events_cursor.advance(now)
+            done += self.take_events(self.changes.events_since(self.events_cursor.low, READ_LIMIT))
         return done
 
-    def take_carried(self, events: Collection[SharedEvent]) -> int:
-        """Fire the events a notification carried (each once, as if read from the log); how many."""
+    def take_events(self, events: Collection[SharedEvent]) -> int:
+        """Fire the other masters' events among ``events`` (read from the log, or carried by a
+        notification), each seq once; how many were new."""
         done = 0
         for event in events:
             if self.events_cursor.take(event.seq):
                 if event.master_id != self.me:
                     self.fire(event)
                 done += 1
-        if events:
-            self.events_cursor.advance(time.monotonic())
+        self.events_cursor.advance(time.monotonic())
         return done
 
     def apply(self, change: Change) -> None:
@@ -226,11 +221,11 @@ class Relay:
             self.changes.record_events(self.me, batch)
         except StoreUnavailable:
             raise                     # kept for the next call
-        except StoreError as exc:
+        except StoreError:
             # refused for what they hold, not for the database's absence: sent again they would be
             # refused again and hold back every later event of this bus; each on its own, and
             # only the refused ones dropped
-            self._record_one_by_one(batch, exc)
+            self._record_one_by_one(batch)
         with self.outbox_lock:
             for _ in batch:
                 if self.outbox:
@@ -240,20 +235,15 @@ class Relay:
         return len(batch)
 
 
-    def _record_one_by_one(self, batch: list[tuple[str, bytes]], exc: StoreError) -> None:
-        refused = []
-        for event in batch if len(batch) > 1 else []:
+    def _record_one_by_one(self, batch: list[tuple[str, bytes]]) -> None:
+        for event in batch:
             try:
                 self.changes.record_events(self.me, [event])
             except StoreUnavailable:
                 raise
-            except StoreError as one:
-                refused.append((event[0], one))
-        if len(batch) == 1:
-            refused.append((batch[0][0], exc))
-        for tag, error in refused:
-            log.warning("event %s of this master's bus not shared: the database refused it (%s)", tag[:200],
-                        error.message)
+            except StoreError as exc:
+                log.warning("event %s of this master's bus not shared: the database refused it (%s)", event[0][:200],
+                            exc.message)
 
 
 def _bus_reader(relay: Relay, opts: dict[str, Any], ctx: zmq.Context, stop: threading.Event) -> None:
@@ -339,7 +329,7 @@ def run(opts: dict[str, Any], identity: Identity, stop: threading.Event) -> None
                     stores.changes.prune_events(EVENTS_KEEP_S)
                     last_prune = time.monotonic()
                 wake = stores.changes.wait(1.0)
-                relay.take_carried(wake.events)
+                relay.take_events(wake.events)
                 logs = BOTH_LOGS if wake.timed_out else wake.logs
             except StoreUnavailable as exc:
                 unavailable.warning("cluster:changes", "changes of the other masters not read now: %s", exc.message)

@@ -61,9 +61,6 @@ class Subscriptions:
         return codec.pack(sorted(self.topics))
 
 
-_POLLIN = int(zmq.POLLIN)
-
-
 def unpack_topics(frame: bytes) -> frozenset[bytes] | None:
     """The topics of a SUBSCRIPTIONS message, None when it is not one."""
     try:
@@ -129,7 +126,7 @@ def _serve_cluster(ctx: zmq.Context, pull: zmq.Socket, pub: zmq.Socket, opts: di
                 continue
             # plain-int flags and no exception per empty read (transport.send_parts): per event
             for _ in range(1000):
-                if not int(pull.getsockopt(zmq.EVENTS)) & _POLLIN:
+                if not transport.readable(pull):
                     break
                 frames = transport.recv_parts(pull, transport.NOBLOCK, max_frames=3)
                 if frames is None:
