@@ -367,7 +367,7 @@ OPTIONS: dict[str, Option] = {
                                        unit="s"),
     "master_finger": Option(None, "str", "minion", "Pinned SHA-256 fingerprint of the master's key.",
                             salt="unset is null (Salt's default '' means the same)"),
-    "acceptance_wait_time": Option(10.0, "num", "minion", "Seconds between auth retries while the key is pending.",
+    "acceptance_wait_time": Option(10.0, "num", "minion", "Seconds between auth retries while the key is pending; the least wait after a rejected or denied key.",
                                    unit="s"),
     "acceptance_wait_time_max": Option(0.0, "num", "minion", "Cap for the pending-key wait (0 = no growth).",
                                        unit="s"),

@@ -190,7 +190,7 @@ class Lab:
                           refusal_log_interval=REFUSAL_LOG_INTERVAL,
                           nodegroups={"webs": "*"} if minion_id == "db01" else {"webs": "web*"})
         cl.add_minion(PENDING, acceptance_wait_time=2.0, refusal_log_interval=REFUSAL_LOG_INTERVAL)
-        cl.add_minion(REJECTED, recon_default=1.0, recon_max=2.0, recon_randomize=False,
+        cl.add_minion(REJECTED, recon_default=1000, recon_max=2000, recon_randomize=False,   # ms, as in Salt
                       refusal_log_interval=REFUSAL_LOG_INTERVAL)
         cl.start_master()
         self.opts = cl.opts()
