@@ -129,6 +129,7 @@ class ConnectionTable:
         self._by_source: dict[str, dict[Connection, None]] = {}
         self._crowded = ""                   # an address holding (about) the most connections
         self._holding: set[Connection] = set()   # connections with unfinished bytes at their last reading
+        self._over: dict[FlowKey, tuple[int, float]] = {}   # flows over max_unread: (bytes, when summed)
 
     def close(self) -> None:
         try:
@@ -249,6 +250,7 @@ class ConnectionTable:
                 members.discard(conn)
                 if not members:
                     del self._flows[conn.flow]
+                    self._over.pop(conn.flow, None)
         conn.flow = flow
         if flow is not None:
             self._flows.setdefault(flow, set()).add(conn)
@@ -262,14 +264,24 @@ class ConnectionTable:
         conns = self._flows.get(flow)
         if not conns:
             return 0
+        now = self.clock()
+        over = self._over.get(flow)
+        if over is not None and now - over[1] < self.REREAD_S:
+            # over the limit at most REREAD_S ago: replies written since only add to it, and the
+            # acknowledgements that could bring it under are not read again before then anyway (a
+            # flow of 16 connections that does not read cost the proxy half its CPU in these sums)
+            return over[0]
         total = sum(c.unread for c in conns)
         if total > self.limits.max_unread:
-            now = self.clock()
             stale = [c for c in conns if now - c.read_at >= self.REREAD_S]
             if stale:
                 for conn in stale:
                     self._read(conn)
                 total = sum(c.unread for c in conns)
+        if total > self.limits.max_unread:
+            self._over[flow] = (total, now)
+        else:
+            self._over.pop(flow, None)
         return total
 
     def over_unread(self, flow: FlowKey) -> bool:
