@@ -121,8 +121,10 @@ class BankCache(abc.ABC):
         """Insert or replace the row."""
 
     @abc.abstractmethod
-    def _delete(self, minion: str, bank: str, updated: float | None = None) -> None:
-        """Delete the row (only if it still has ``updated``, when given)."""
+    def _delete(self, minion: str, bank: str, updated: float, *, older_too: bool = False) -> None:
+        """Delete the row if it still has ``updated`` (or, with ``older_too``, any ``updated`` up to
+        it): a row written since, by another request or master, stays.  The same statement sent
+        twice (PostgreSQL's pooled connection found dead after it committed) deletes nothing more."""
 
     @abc.abstractmethod
     def _get(self, minion: str, bank: str) -> tuple[str, float] | None:
@@ -155,7 +157,7 @@ class BankCache(abc.ABC):
               known: Snapshot | None = None) -> bool:
         text = jsonsafe.dumps(data)          # ASCII: characters are bytes
         if self.max_size is not None and len(text) > self.max_size:
-            self._delete(minion, bank)
+            self._delete(minion, bank, time.time(), older_too=True)   # no stale value left in its place
             raise DataTooLarge(f"{bank} of {minion} would take {len(text)} bytes, more than max_minion_data_size "
                                f"({self.max_size}): not stored (trim it, or raise max_minion_data_size on the "
                                "master)")

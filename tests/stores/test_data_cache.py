@@ -3,6 +3,7 @@ per minion, the size bound, the revocation guard, and what other processes and m
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +95,23 @@ def test_max_size_refuses_and_drops_the_stale_entry(opts: dict[str, Any]) -> Non
         data.store("web1", "grains", {"big": "x" * 200})
     assert "max_minion_data_size" in raised.value.message and raised.value.reason == "too_large"
     assert data.fetch("web1", "grains") is None                 # no stale data acted upon
+    data.close()
+
+
+def test_a_refused_store_leaves_a_row_written_after_it(opts: dict[str, Any]) -> None:
+    """The stale entry a too-large store drops is one written before it: a row another master
+    wrote since (here: stamped an hour ahead) stays, and the same delete sent again (PostgreSQL's
+    pooled connection found dead after the first send committed) removes nothing more."""
+    data = factory.open_data_cache(opts, max_size=100)
+    later = time.time() + 3600
+    data._put("web1", "grains", '{"from": "another master"}', later)   # type: ignore[attr-defined]
+    with pytest.raises(DataTooLarge):
+        data.store("web1", "grains", {"big": "x" * 200})
+    assert data.fetch("web1", "grains") == {"from": "another master"}
+    data._delete("web1", "grains", later - 1, older_too=True)          # type: ignore[attr-defined]
+    assert data.fetch("web1", "grains") == {"from": "another master"}
+    data._delete("web1", "grains", later, older_too=True)              # type: ignore[attr-defined]
+    assert data.fetch("web1", "grains") is None
     data.close()
 
 

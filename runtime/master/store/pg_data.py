@@ -27,12 +27,9 @@ class PgDataCache(BankCache):
         # been committed and another write made since, which the repeat must leave alone
         self.db.write(UPSERT, (minion, bank, text, updated), again=UPSERT_UNLESS_NEWER)
 
-    def _delete(self, minion: str, bank: str, updated: float | None = None) -> None:
-        if updated is None:
-            self.db.write("DELETE FROM saltpan_minion_data WHERE minion = %s AND bank = %s", (minion, bank))
-        else:
-            self.db.write("DELETE FROM saltpan_minion_data WHERE minion = %s AND bank = %s AND updated = %s",
-                          (minion, bank, updated))
+    def _delete(self, minion: str, bank: str, updated: float, *, older_too: bool = False) -> None:
+        self.db.write("DELETE FROM saltpan_minion_data WHERE minion = %s AND bank = %s AND updated "
+                      + ("<= %s" if older_too else "= %s"), (minion, bank, updated))
 
     def _get(self, minion: str, bank: str) -> tuple[str, float] | None:
         row = self.db.run(lambda c: c.execute("SELECT value, updated FROM saltpan_minion_data WHERE minion = %s "

@@ -25,11 +25,9 @@ class SQLiteDataCache(BankCache):
     def _put(self, minion: str, bank: str, text: str, updated: float) -> None:
         self._db.execute("INSERT OR REPLACE INTO data VALUES (?, ?, ?, ?)", (minion, bank, text, updated))
 
-    def _delete(self, minion: str, bank: str, updated: float | None = None) -> None:
-        if updated is None:
-            self._db.execute("DELETE FROM data WHERE minion=? AND bank=?", (minion, bank))
-        else:
-            self._db.execute("DELETE FROM data WHERE minion=? AND bank=? AND updated=?", (minion, bank, updated))
+    def _delete(self, minion: str, bank: str, updated: float, *, older_too: bool = False) -> None:
+        self._db.execute("DELETE FROM data WHERE minion=? AND bank=? AND updated" + ("<=?" if older_too else "=?"),
+                         (minion, bank, updated))
 
     def _get(self, minion: str, bank: str) -> tuple[str, float] | None:
         row = self._db.execute("SELECT value, updated FROM data WHERE minion=? AND bank=?", (minion, bank)).fetchone()
