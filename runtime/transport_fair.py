@@ -6,13 +6,17 @@ sent it):
 * ``operator``: ``publish``/``job_returns`` whose client proof verifies, in the proxy, under the
   master's own user's key — the operator's local client.  Served before every other lane: the
   operator's share is reserved, whatever the minions or other clients send.
+* ``heartbeat``: sealed requests whose header is marked as a heartbeat's, one flow per minion as
+  in ``session`` (the workers refuse a marked request that is not a heartbeat, so nothing else
+  rides ahead this way); every other turn of the schedule;
 * ``session``: sealed requests, one flow per minion (the session id is mapped to its minion by
   the workers' answers), or per source address while the session is not known;
 * ``client``: other local users' requests, one flow per verified user, or per source address
   when the proof does not verify in the proxy (a junk publish);
 * ``auth``: hellos and everything else, one flow per source address.
 
-The other lanes take turns by a fixed schedule (mostly ``session``; an empty lane yields).
+The other lanes take turns by a fixed schedule (``heartbeat`` every other turn, then mostly
+``session``; an empty lane yields).
 Inside a lane, the next request is the oldest of the flow that has had the least *worker time*
 (seconds the workers spent on its requests, measured by the proxy from dispatch to reply): a
 flow that sends 40,000 expensive requests gets the same share of the workers as a minion
@@ -44,12 +48,13 @@ FlowKey = tuple[str, str]      # ("minion", id), ("user", name), ("address", ip)
 
 class Lane(enum.StrEnum):
     OPERATOR = "operator"
+    HEARTBEAT = "heartbeat"     # sealed requests marked as heartbeats (the worker refuses anything else)
     SESSION = "session"
     CLIENT = "client"
     AUTH = "auth"
 
 
-LANES: tuple[Lane, ...] = (Lane.OPERATOR, Lane.SESSION, Lane.CLIENT, Lane.AUTH)
+LANES: tuple[Lane, ...] = (Lane.OPERATOR, Lane.HEARTBEAT, Lane.SESSION, Lane.CLIENT, Lane.AUTH)
 FIRST_COST_S = 0.002          # worker time charged at dispatch before a flow's cost is known
 MAX_COST_S = 10.0
 
@@ -59,15 +64,36 @@ class FairLimits:
     """Bounds and schedule (defaults for a master; ``QueueLimits`` of runtime.transport)."""
 
     max_waiting: dict[str, int] = field(default_factory=lambda: {
-        Lane.OPERATOR: 500, Lane.SESSION: 4000, Lane.CLIENT: 500, Lane.AUTH: 500})
+        Lane.OPERATOR: 500, Lane.HEARTBEAT: 4000, Lane.SESSION: 4000, Lane.CLIENT: 500, Lane.AUTH: 500})
     max_waiting_per_flow: dict[str, int] = field(default_factory=lambda: {
-        Lane.OPERATOR: 500, Lane.SESSION: 200, Lane.CLIENT: 100, Lane.AUTH: 200})
+        Lane.OPERATOR: 500, Lane.HEARTBEAT: 4, Lane.SESSION: 200, Lane.CLIENT: 100, Lane.AUTH: 200})
     max_wait_s: dict[str, float] = field(default_factory=lambda: {
-        Lane.OPERATOR: 10.0, Lane.SESSION: 10.0, Lane.CLIENT: 10.0, Lane.AUTH: 5.0})
-    # the lanes after the operator's, in turn; the others are served when the preferred one is empty
-    schedule: tuple[str, ...] = (Lane.SESSION, Lane.SESSION, Lane.CLIENT, Lane.SESSION, Lane.SESSION,
-                                 Lane.SESSION, Lane.CLIENT, Lane.AUTH)
+        Lane.OPERATOR: 10.0, Lane.HEARTBEAT: 10.0, Lane.SESSION: 10.0, Lane.CLIENT: 10.0, Lane.AUTH: 5.0})
+    # the lanes after the operator's, in turn; the others are served when the preferred one is empty.
+    # Heartbeats (cheap, a few per minion and period) every other turn: a busy master's queue of
+    # pillar compiles does not hold back the heartbeats that keep its minions' sessions, and a flood
+    # of heartbeats gets at most half of the workers.
+    schedule: tuple[str, ...] = (Lane.HEARTBEAT, Lane.SESSION, Lane.HEARTBEAT, Lane.SESSION, Lane.HEARTBEAT,
+                                 Lane.CLIENT, Lane.HEARTBEAT, Lane.SESSION, Lane.HEARTBEAT, Lane.SESSION,
+                                 Lane.HEARTBEAT, Lane.SESSION, Lane.HEARTBEAT, Lane.CLIENT, Lane.HEARTBEAT,
+                                 Lane.AUTH)
     max_flows: int = 20_000       # flows remembered per lane (idle ones are forgotten beyond it)
+
+
+def _orders(schedule: list[Lane]) -> list[list[Lane]]:
+    """The lanes to try at each turn of ``schedule``: the operator's, the entry's, the rest (the
+    heartbeats' last: they get their own turns and no more while others wait).  A heartbeat turn
+    with no heartbeat waiting goes to the next entry that is not one, so that the other lanes keep
+    the shares the schedule gives them between its heartbeat turns."""
+    orders = []
+    for at, preferred in enumerate(schedule):
+        head = [preferred]
+        if preferred == Lane.HEARTBEAT:
+            head.append(next((lane for lane in schedule[at:] + schedule[:at] if lane != Lane.HEARTBEAT),
+                             Lane.SESSION))
+        rest = [lane for lane in LANES if lane not in (Lane.OPERATOR, Lane.HEARTBEAT, *head)]
+        orders.append([Lane.OPERATOR, *head, *rest, *([] if Lane.HEARTBEAT in head else [Lane.HEARTBEAT])])
+    return orders
 
 
 @dataclass(eq=False)
@@ -107,9 +133,7 @@ class FairQueue(Generic[T]):
         self.lanes: dict[Lane, _LaneState[T]] = {lane: _LaneState() for lane in LANES}
         self._turn = 0
         self._seq = 0
-        # lane_order's lists, one per schedule entry: the operator's lane, the entry's, the rest
-        self._orders = [[Lane.OPERATOR, preferred, *(lane for lane in LANES if lane not in (Lane.OPERATOR, preferred))]
-                        for preferred in (Lane(name) for name in self.limits.schedule)]
+        self._orders = _orders([Lane(name) for name in self.limits.schedule])
 
     # ------------------------------------------------------------ in
     def push(self, lane: Lane, key: FlowKey, item: T, now: float) -> tuple[bool, list[T]]:

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from runtime import codec
+from runtime.crypt.channel import HEARTBEAT_MARK
 from runtime.crypt.errors import CryptoError, KeyFileError
 from runtime.transport_fair import FlowKey, Lane
 
@@ -31,28 +32,43 @@ SESSION_ID_SIZE = 16
 
 
 def _sealed_prefixes() -> tuple[bytes, bytes]:
-    """The bytes before a sealed request's header length, and between it and the session id."""
+    """The bytes before a sealed request's header length, and between the header's map size (its
+    first byte) and the session id."""
     marker = b"\xa5" * SESSION_ID_SIZE
     header = codec.pack({"v": 1, "sid": marker, "ctr": 1, "ts": 1})
     body = codec.pack({"enc": codec.ENC_AES, "load": {"h": header, "ct": b""}})
     at_header = body.index(header)
     at_sid = header.index(marker)
     assert body[at_header - 2] == 0xC4 and len(header) < 256, "a sealed header is a bin8"
-    return body[:at_header - 1], header[:at_sid]
+    return body[:at_header - 1], header[1:at_sid]
 
 
 _BEFORE_LENGTH, _BEFORE_SID = _sealed_prefixes()
+_PLAIN_HEADER, _MARKED_HEADER = 0x84, 0x85      # fixmap of 4 entries; of 5 with the heartbeat's mark last
+_HEARTBEAT_MARK = b"".join(codec.pack(part) for entry in HEARTBEAT_MARK.items() for part in entry)
 
 
 def session_id(body: bytes | memoryview) -> bytes | None:
     """The session id of a sealed request packed as saltpan packs it, else None."""
+    return sealed_head(body)[0]
+
+
+def sealed_head(body: bytes | memoryview) -> tuple[bytes | None, bool]:
+    """The session id of a sealed request packed as saltpan packs it (else None), and whether its
+    header ends with a heartbeat's mark (``runtime.crypt.channel``).  The workers' decoding reads
+    the same id and mark, or refuses the body; and refuses a marked request that is not a heartbeat."""
     start = len(_BEFORE_LENGTH) + 1
-    at_sid = start + len(_BEFORE_SID)
+    at_sid = start + 1 + len(_BEFORE_SID)
     if len(body) < at_sid + SESSION_ID_SIZE or bytes(body[:len(_BEFORE_LENGTH)]) != _BEFORE_LENGTH:
-        return None
-    if bytes(body[start:at_sid]) != _BEFORE_SID:
-        return None
-    return bytes(body[at_sid:at_sid + SESSION_ID_SIZE])
+        return None, False
+    kind = body[start]
+    if kind not in (_PLAIN_HEADER, _MARKED_HEADER) or bytes(body[start + 1:at_sid]) != _BEFORE_SID:
+        return None, False
+    marked = False
+    if kind == _MARKED_HEADER:
+        end = start + body[start - 1]
+        marked = end <= len(body) and bytes(body[end - len(_HEARTBEAT_MARK):end]) == _HEARTBEAT_MARK
+    return bytes(body[at_sid:at_sid + SESSION_ID_SIZE]), marked
 
 
 class SessionDirectory:

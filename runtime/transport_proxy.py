@@ -21,7 +21,7 @@ from runtime.protocol.base import MessageClass
 from runtime.transport import MAX_FRAMES, NOBLOCK, READY, RID_SIZE, readable, recv_frames, send_parts
 from runtime.transport_conns import Connection, ConnectionLimits, ConnectionTable, frame_wire_size
 from runtime.transport_fair import LANES, FairLimits, FairQueue, FlowKey, Lane, Taken
-from runtime.transport_flows import ClientProofs, SessionDirectory, decode_meta, session_id
+from runtime.transport_flows import ClientProofs, SessionDirectory, decode_meta, sealed_head
 
 PROXY_REFUSALS = ("rate_limited", "busy")   # what the request proxy answers itself (runtime/protocol/errors.py)
 # requests one client connection may have waiting in libzmq before the proxy reads them (honest
@@ -88,7 +88,7 @@ class ClearRateLimit:
         self.client_per_peer = client_per_peer
 
     def __call__(self, peer: str, kind: str) -> str | None:
-        if kind == Lane.SESSION or kind == Lane.OPERATOR:
+        if kind in (Lane.SESSION, Lane.HEARTBEAT, Lane.OPERATOR):
             return None
         if kind == Lane.CLIENT and self.client_per_peer is not None:
             return None if self.client_per_peer.allow(peer) else "rate_limited"
@@ -231,10 +231,11 @@ class RequestProxy:
 
     # ------------------------------------------------------------ classification
     def _flow(self, kind: MessageClass, envelope: codec.Envelope | None, sid: bytes | None,
-              peer: str) -> tuple[Lane, FlowKey]:
+              peer: str, heartbeat: bool = False) -> tuple[Lane, FlowKey]:
         if kind == CLASS_SESSION:
             minion = self.sessions.minion(sid) if sid is not None else None
-            return Lane.SESSION, ("minion", minion) if minion is not None else ("address", peer)
+            lane = Lane.HEARTBEAT if heartbeat else Lane.SESSION
+            return lane, ("minion", minion) if minion is not None else ("address", peer)
         if kind == CLASS_CLIENT:
             if self.proofs is not None:
                 return self.proofs.flow(envelope.load if envelope is not None else None, peer)
@@ -255,8 +256,8 @@ class RequestProxy:
         except (zmq.ZMQError, AttributeError):
             peer = "unknown"
         kind, envelope = self._classify(body.buffer)
-        sid = session_id(body.buffer) if kind == CLASS_SESSION else None
-        lane, flow = self._flow(kind, envelope, sid, peer)
+        sid, heartbeat = sealed_head(body.buffer) if kind == CLASS_SESSION else (None, False)
+        lane, flow = self._flow(kind, envelope, sid, peer, heartbeat)
         pending = _Pending(ident.bytes, peer.encode(), rid.bytes, body, conn, conn.serial if conn else 0, sid)
         self.conns.bind_flow(conn, flow)
         if self.admit is not None:

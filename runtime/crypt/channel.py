@@ -4,7 +4,10 @@ Wire form: ``{"enc": "aes", "load": {"h": <header bytes>, "ct": <ciphertext>}}``
 is a msgpack map kept as bytes so that it is authenticated exactly as sent (it is the AEAD
 associated data):
 
-- request (minion -> master, key ``c2s``, nonce ``c2s || ctr``): ``{"v", "sid", "ctr", "ts"}``
+- request (minion -> master, key ``c2s``, nonce ``c2s || ctr``): ``{"v", "sid", "ctr", "ts"}``, and
+  last ``"k": "hb"`` on a heartbeat (the request proxy serves heartbeats in a lane of their own, so
+  a busy master's queue of pillar compiles does not hold them back; the master refuses a marked
+  request that is not a heartbeat)
 - reply   (master -> minion, key ``s2c``, nonce ``s2c || re``):  ``{"v", "sid", "re", "ts"}``
 
 ``ctr`` counts the minion's requests from 1; the master admits each ``(sid, ctr)`` once across
@@ -20,13 +23,18 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, Protocol
 
 from runtime import codec
 from runtime.crypt import aead
 from runtime.crypt.errors import BadMessage, RemoteRefusal, UnknownSession
 from runtime.crypt.handshake import SESSION_ID_SIZE, SessionKeys, now_ms
+
+# the last entry of a heartbeat's header (runtime.transport_flows reads it)
+HEARTBEAT_MARK: Mapping[str, str] = MappingProxyType({"k": "hb"})
 
 
 def _header(fields: dict[str, Any]) -> bytes:
@@ -46,6 +54,7 @@ class SealedMessage:
     ts_ms: int
     header: bytes
     ciphertext: bytes
+    heartbeat: bool = False           # marked as a heartbeat (requests only)
 
 
 def parse_sealed(load: Any, counter_field: str) -> SealedMessage:
@@ -59,8 +68,14 @@ def parse_sealed(load: Any, counter_field: str) -> SealedMessage:
         header = codec.unpack(h, codec.HEADER_LIMITS)
     except codec.DecodeError as exc:
         raise BadMessage(f"header: {exc}", "malformed") from None
-    if not isinstance(header, dict) or set(header) != {"v", "sid", counter_field, "ts"}:
-        raise BadMessage(f'header must have exactly the fields v, sid, {counter_field}, ts', "malformed")
+    fields = {"v", "sid", counter_field, "ts"}
+    allowed = (fields, fields | set(HEARTBEAT_MARK)) if counter_field == "ctr" else (fields,)
+    if not isinstance(header, dict) or set(header) not in allowed:
+        raise BadMessage(f'header must have exactly the fields v, sid, {counter_field}, ts'
+                         + (" (and k on a heartbeat)" if counter_field == "ctr" else ""), "malformed")
+    marked = "k" in header
+    if marked and header["k"] != HEARTBEAT_MARK["k"]:
+        raise BadMessage('header k must be "hb"', "malformed")
     if header["v"] != aead.PROTOCOL_VERSION or not _is_int(header["v"]):
         raise BadMessage(f"protocol version {header['v']!r} is not supported", "unsupported_version")
     sid, counter, ts = header["sid"], header[counter_field], header["ts"]
@@ -70,7 +85,7 @@ def parse_sealed(load: Any, counter_field: str) -> SealedMessage:
         raise BadMessage(f"header {counter_field} must be a counter from 1", "malformed")
     if not _is_int(ts) or not 0 <= ts < 2 ** 62:
         raise BadMessage("header ts must be milliseconds since the epoch", "malformed")
-    return SealedMessage(sid, counter, ts, h, ct)
+    return SealedMessage(sid, counter, ts, h, ct, marked)
 
 
 # ---------------------------------------------------------------- minion side
@@ -95,15 +110,17 @@ class ClientChannel:
     def sid(self) -> bytes:
         return self.keys.sid
 
-    def seal_request(self, payload: Any, *, now: int | None = None) -> tuple[int, bytes]:
-        """Return ``(counter, envelope bytes)``.  Every call uses a new counter: on a retry, seal again."""
+    def seal_request(self, payload: Any, *, now: int | None = None, heartbeat: bool = False) -> tuple[int, bytes]:
+        """Return ``(counter, envelope bytes)``.  Every call uses a new counter: on a retry, seal again.
+        ``heartbeat``: mark the header (the payload must be a heartbeat, or the master refuses it)."""
         if os.getpid() != self._pid:
             raise RuntimeError("a session channel cannot be used in a forked process (nonce reuse)")
         with self._lock:
             self._counter += 1
             counter = self._counter
         ts = (now_ms() if now is None else now) + self.clock_offset_ms
-        header = _header({"v": aead.PROTOCOL_VERSION, "sid": self.keys.sid, "ctr": counter, "ts": ts})
+        fields = {"v": aead.PROTOCOL_VERSION, "sid": self.keys.sid, "ctr": counter, "ts": ts}
+        header = _header({**fields, **HEARTBEAT_MARK} if heartbeat else fields)
         ct = aead.seal(self.keys.c2s, aead.DOMAIN_C2S, counter, codec.pack(payload), header)
         return counter, codec.pack_envelope(codec.ENC_AES, {"h": header, "ct": ct})
 
@@ -150,6 +167,7 @@ class Request:
     counter: int
     ts_ms: int
     payload: Any
+    heartbeat: bool = False           # its header was marked as a heartbeat's
 
     @property
     def minion_id(self) -> str:
@@ -205,7 +223,7 @@ class ServerChannel:
             self.forget(msg.sid)
             raise
         payload = codec.unpack(plain, self.limits)
-        return Request(keys, msg.counter, msg.ts_ms, payload)
+        return Request(keys, msg.counter, msg.ts_ms, payload, msg.heartbeat)
 
     def seal_reply(self, request: Request, payload: Any, *, now: int | None = None) -> bytes:
         """The one reply to ``request`` (call once per request)."""

@@ -116,6 +116,9 @@ class Worker:
         reply: dict[str, Any]
         try:
             message = protocol.parse_session_request(payload, minion_id)
+            if request.heartbeat and not isinstance(message, protocol.Heartbeat):
+                # the heartbeat lane is served ahead of the queue of other requests: nothing else rides it
+                raise protocol.ProtocolError("malformed", f"a {message.COMMAND} request marked as a heartbeat")
             reply = self.handlers[type(message)](minion_id, message).to_wire()
         except protocol.ProtocolError as exc:
             if exc.reason == "unknown_command":

@@ -125,7 +125,9 @@ class Session:
         a reply that is not the one the request asks for: ``bad_reply``).
         """
         payload = message.to_wire()
-        (counter, reply) = await self.client.request_with(lambda: self.channel.seal_request(payload),
+        heartbeat = isinstance(message, protocol.Heartbeat)     # served in the proxy's heartbeat lane
+        (counter, reply) = await self.client.request_with(lambda: self.channel.seal_request(payload,
+                                                                                            heartbeat=heartbeat),
                                                           timeout=timeout or self.request_timeout,
                                                           tries=tries or self.request_tries)
         try:

@@ -31,6 +31,24 @@ def test_round_trip(fleet):
     assert client.open_reply(ctr, reply) == {"ret": "ok"}
 
 
+def test_a_heartbeat_is_marked_in_its_authenticated_header(fleet):
+    """The mark the request proxy reads (runtime/transport_flows.py) is the header's last entry,
+    authenticated with it: opened as marked, and a mark changed on the path breaks the tag."""
+    from runtime.transport_flows import sealed_head
+
+    _, _, client, server = fleet.accepted("web1")
+    _, plain = client.seal_request({"cmd": "_return", "jid": "1"})
+    ctr, marked = client.seal_request({"cmd": "_heartbeat", "epoch": 0}, heartbeat=True)
+    assert sealed_head(plain) == (client.sid, False) and sealed_head(marked) == (client.sid, True)
+    assert not server.open_request(load_of(plain)).heartbeat
+    request = server.open_request(load_of(marked))
+    assert request.heartbeat and request.payload == {"cmd": "_heartbeat", "epoch": 0}
+    assert client.open_reply(ctr, server.seal_reply(request, {"now": 1})) == {"now": 1}
+    _, again = client.seal_request({"cmd": "_heartbeat", "epoch": 0}, heartbeat=True)
+    with pytest.raises(BadMessage):
+        server.open_request(load_of(again.replace(codec.pack("hb"), codec.pack("hc"))))
+
+
 def test_minion_id_comes_from_the_session_not_the_payload(fleet):
     _, _, client, server = fleet.accepted("web1")
     _, data = client.seal_request({"cmd": "_return", "id": "db1"})
@@ -185,6 +203,9 @@ def test_clear_error_reply_is_a_remote_refusal(fleet):
     {"h": codec.pack({"v": 1, "sid": b"s" * 16, "ctr": True, "ts": 1}), "ct": b""},
     {"h": codec.pack({"v": 9, "sid": b"s" * 16, "ctr": 1, "ts": 1}), "ct": b""},
     {"h": codec.pack({"v": 1, "sid": b"s" * 16, "ctr": 1, "ts": 1}), "ct": b"short"},
+    {"h": codec.pack({"v": 1, "sid": b"s" * 16, "ctr": 1, "ts": 1, "k": "pillar"}), "ct": b""},
+    {"h": codec.pack({"v": 1, "sid": b"s" * 16, "ctr": 1, "ts": 1, "x": "hb"}), "ct": b""},
+    {"h": codec.pack({"v": 1, "sid": b"s" * 16, "ctr": 1, "ts": 1, "k": "hb", "j": 1}), "ct": b""},
 ])
 def test_malformed_loads(fleet, load):
     server = ServerChannel(fleet.store)

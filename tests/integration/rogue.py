@@ -46,16 +46,17 @@ class Rogue:
             self.channel = ClientChannel(self.result.session, clock_offset_ms=self.result.clock_offset_ms)
         return self.result
 
-    def sealed(self, payload: dict[str, Any]) -> tuple[int, bytes]:
+    def sealed(self, payload: dict[str, Any], heartbeat: bool = False) -> tuple[int, bytes]:
         assert self.channel is not None, "authenticate first"
-        return self.channel.seal_request(payload)
+        return self.channel.seal_request(payload, heartbeat=heartbeat)
 
     def send_raw(self, body: bytes) -> bytes:
         return self.client.request(body)
 
-    def request(self, payload: dict[str, Any]) -> Any:
-        """Seal, send, open the reply (raises RemoteRefusal on a clear error)."""
-        counter, body = self.sealed(payload)
+    def request(self, payload: dict[str, Any], heartbeat: bool = False) -> Any:
+        """Seal (``heartbeat``: with a heartbeat's mark), send, open the reply (raises
+        RemoteRefusal on a clear error)."""
+        counter, body = self.sealed(payload, heartbeat)
         return self.channel.open_reply(counter, self.send_raw(body))
 
     def publish_key(self) -> PublishKey:

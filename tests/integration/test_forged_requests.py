@@ -55,10 +55,10 @@ class RogueClient:
         assert cl.key("-a", minion_id, "-y").returncode == 0
         wait_for(lambda: self.rogue.auth().outcome == "accepted", 10, what=f"{minion_id} accepted")
 
-    def request(self, payload: dict[str, Any]) -> Any:
+    def request(self, payload: dict[str, Any], heartbeat: bool = False) -> Any:
         """The opened reply; a clear refusal as {"error": {...}, "clear": True}."""
         try:
-            return self.rogue.request(payload)
+            return self.rogue.request(payload, heartbeat)
         except RemoteRefusal as exc:
             return {"error": {"reason": exc.reason, "message": str(exc)}, "clear": True}
 
@@ -227,3 +227,18 @@ def test_unknown_and_private_commands(fcluster: tuple[Cluster, RogueClient]) -> 
     _, rogue = fcluster
     for cmd in ("_auth", "publish", "job_returns", "__init__", "_pillar_compile", "handle_aes", 7, None):
         assert is_error(rogue.request({"cmd": cmd}), "unknown_command")
+
+
+@pytest.mark.parametrize("payload", [
+    {"cmd": "_pillar", "grains": {}},
+    {"cmd": "_return", "jid": "20990101000000000001", "fun": "test.ping", "return": True},
+    {"cmd": "_file_hash", "path": "hello.txt"},
+])
+def test_only_a_heartbeat_rides_the_heartbeat_lane(fcluster: tuple[Cluster, RogueClient], payload: dict) -> None:
+    """The request proxy serves requests marked as heartbeats ahead of the others' queue: the
+    master answers a marked request that is not a heartbeat with an error, never with its reply."""
+    _, rogue = fcluster
+    reply = rogue.request(payload, heartbeat=True)
+    assert is_error(reply, "malformed") and "marked as a heartbeat" in reply["error"]["message"], reply
+    beat = rogue.request({"cmd": "_heartbeat", "epoch": 0}, heartbeat=True)
+    assert isinstance(beat.get("now"), int) and "error" not in beat, beat

@@ -58,10 +58,35 @@ def test_the_operator_lane_goes_first_and_lanes_take_turns() -> None:
         queue.push(Lane.CLIENT, ("address", "10.0.0.8"), f"junk{i}", 0.0)
     queue.push(Lane.OPERATOR, ("user", "root"), "publish", 0.0)
     served = serve(queue, 0.0, {("address", "10.0.0.9"): 0.001, ("minion", "m"): 0.001,
-                                ("address", "10.0.0.8"): 0.001, ("user", "root"): 0.001}, 16)
+                                ("address", "10.0.0.8"): 0.001, ("user", "root"): 0.001}, 17)
     assert served[0] == "publish"
-    lanes = [s.rstrip("0123456789") for s in served[1:9]]
-    assert lanes.count("sealed") == 5 and lanes.count("junk") == 2 and lanes.count("hello") == 1, lanes
+    # no heartbeat waits: its turns go to the lanes after them, which keep their shares (5:2:1)
+    lanes = [s.rstrip("0123456789") for s in served[1:17]]
+    assert lanes.count("sealed") == 10 and lanes.count("junk") == 4 and lanes.count("hello") == 2, lanes
+
+
+def test_heartbeats_are_served_ahead_of_a_queue_of_pillar_compiles() -> None:
+    """Forty minions each queued a pillar request (50 ms of worker time); a heartbeat arriving now
+    is served within two dispatches, not after the forty."""
+    queue: FairQueue[str] = FairQueue()
+    for m in range(40):
+        queue.push(Lane.SESSION, ("minion", f"m{m}"), f"pillar{m}", 0.0)
+    costs = {("minion", f"m{m}"): 0.05 for m in range(40)}
+    served = serve(queue, 0.0, costs, 3)
+    queue.push(Lane.HEARTBEAT, ("minion", "m39"), "beat", 0.0)
+    served += serve(queue, 0.0, costs, 2)
+    assert "beat" in served[3:5], served
+
+
+def test_a_flood_of_heartbeats_gets_at_most_half_of_the_dispatches() -> None:
+    queue: FairQueue[str] = FairQueue()
+    for i in range(200):
+        queue.push(Lane.HEARTBEAT, ("minion", f"r{i % 50}"), f"beat{i}", 0.0)
+    for i in range(100):
+        queue.push(Lane.SESSION, ("minion", f"m{i}"), f"pillar{i}", 0.0)
+    costs = {**{("minion", f"r{i}"): 0.001 for i in range(50)}, **{("minion", f"m{i}"): 0.05 for i in range(100)}}
+    served = serve(queue, 0.0, costs, 64)
+    assert sum(s.startswith("pillar") for s in served) == 32, served
 
 
 def test_a_full_flow_is_refused_and_a_full_lane_pushes_out_the_longest_flow() -> None:

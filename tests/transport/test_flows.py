@@ -8,7 +8,9 @@ and report the session they served, as the master's MWorkers do.
 * junk ``publish`` requests from four addresses, half of them claiming the operator's own user,
   while the operator's client publishes with a real client key: none of the operator's is
   refused ``busy`` and each is answered promptly (its lane is reserved);
-* a flood's backlog is dropped when its connection closes, instead of keeping the workers busy.
+* a flood's backlog is dropped when its connection closes, instead of keeping the workers busy;
+* a heartbeat (its header marked) is served ahead of a queue of pillar compiles, its own minion's
+  included, where an unmarked request waits behind them.
 """
 
 from __future__ import annotations
@@ -35,9 +37,11 @@ PILLAR_COST_S = 0.005
 MAX_P95_S = 2.0
 
 
-def sealed(sid: bytes, counter: int, what: bytes) -> bytes:
-    """A sealed request laid out as saltpan packs it (the ciphertext is the test's marker)."""
-    header = codec.pack({"v": 1, "sid": sid, "ctr": counter, "ts": 1})
+def sealed(sid: bytes, counter: int, what: bytes, heartbeat: bool = False) -> bytes:
+    """A sealed request laid out as saltpan packs it (the ciphertext is the test's marker);
+    ``heartbeat``: its header marked as a heartbeat's (runtime.crypt.channel)."""
+    fields: dict[str, object] = {"v": 1, "sid": sid, "ctr": counter, "ts": 1}
+    header = codec.pack({**fields, "k": "hb"} if heartbeat else fields)
     return codec.pack({"enc": codec.ENC_AES, "load": {"h": header, "ct": what}})
 
 
@@ -250,3 +254,41 @@ def test_a_flood_backlog_is_dropped_when_its_connection_closes(ctx, master) -> N
         assert reply == b"ok" and took < 0.5
     finally:
         honest.close(linger=0)
+
+
+def test_a_marked_heartbeat_is_served_ahead_of_the_queued_pillar_requests(ctx, master) -> None:
+    """Twenty minions queue ten pillar requests each (a second of work for two workers). A marked
+    heartbeat of one of them is served within a few dispatches; the same minion's unmarked request
+    sent at the same time waits behind its own ten pillar requests and its share of the others'."""
+    sids = [bytes([65 + i]) * 16 for i in range(20)]
+    sessions = {sid: f"m{i:02d}" for i, sid in enumerate(sids)}
+    m = master(2, sessions)
+    socks = [introduce(ctx, m.endpoint, sid) for sid in sids]
+    try:
+        for sock, sid in zip(socks, sids, strict=True):
+            for n in range(10):
+                sock.send_multipart([b"", os.urandom(8), sealed(sid, 100 + n, b"pillar")])
+        time.sleep(0.05)                                 # queued in the proxy
+        plain_sock = make_socket(ctx, zmq.DEALER)        # the same minion, another connection
+        plain_sock.connect(m.endpoint)
+        served_before = sum(m.served.values())
+        results: dict[str, int] = {}
+
+        def plain() -> None:
+            reply, _ = ask(plain_sock, sealed(sids[0], 200, b"beat"), timeout=30)
+            assert reply == b"ok"
+            results["plain"] = sum(m.served.values()) - served_before
+
+        waiting = threading.Thread(target=plain)
+        waiting.start()
+        reply, _ = ask(socks[0], sealed(sids[0], 201, b"beat", heartbeat=True), timeout=30)
+        assert reply == b"ok"
+        results["heartbeat"] = sum(m.served.values()) - served_before
+        waiting.join(60)
+        plain_sock.close(linger=0)
+        print(results)
+        assert results["heartbeat"] <= 6, results        # a few dispatches: its lane's turn comes every other one
+        assert results["plain"] >= 100, results          # behind its own ten and the others' share
+    finally:
+        for sock in socks:
+            sock.close(linger=0)
