@@ -111,6 +111,7 @@ class Session:
         self.grant: AuthGrant = result.grant  # type: ignore[assignment]
         self.request_timeout = request_timeout
         self.request_tries = request_tries
+        self.mark_heartbeats = True     # until a master from before the mark refuses a marked header
 
     @property
     def heartbeat(self) -> float:
@@ -125,7 +126,8 @@ class Session:
         a reply that is not the one the request asks for: ``bad_reply``).
         """
         payload = message.to_wire()
-        heartbeat = isinstance(message, protocol.Heartbeat)     # served in the proxy's heartbeat lane
+        # served in the proxy's heartbeat lane (docs/protocol.md §5)
+        heartbeat = self.mark_heartbeats and isinstance(message, protocol.Heartbeat)
         (counter, reply) = await self.client.request_with(lambda: self.channel.seal_request(payload,
                                                                                             heartbeat=heartbeat),
                                                           timeout=timeout or self.request_timeout,
@@ -135,6 +137,13 @@ class Session:
         except RemoteRefusal as exc:
             if exc.reason in ("unknown_session", "revoked", "replayed", "too_old", "stale", "future"):
                 raise SessionError(f"master refused the session: {exc}") from None
+            if heartbeat and exc.reason == "malformed":
+                # a master older than the heartbeat mark refuses the marked header: this session's
+                # heartbeats go unmarked (in the queue of the other requests), as before the mark
+                log.warning("the master refused a marked heartbeat (%s): an older saltpan master? Heartbeats "
+                            "go unmarked in this session; upgrade the master", exc)
+                self.mark_heartbeats = False
+                return await self.request(message, timeout, tries)
             raise
         except (CryptoError, codec.DecodeError) as exc:
             # not a reply of our master to this request (forged, spliced, clear): never used; the
