@@ -6,9 +6,10 @@ sent it):
 * ``operator``: ``publish``/``job_returns`` whose client proof verifies, in the proxy, under the
   master's own user's key — the operator's local client.  Served before every other lane: the
   operator's share is reserved, whatever the minions or other clients send.
-* ``heartbeat``: sealed requests whose header is marked as a heartbeat's, one flow per minion as
-  in ``session`` (the workers refuse a marked request that is not a heartbeat, so nothing else
-  rides ahead this way); every other turn of the schedule;
+* ``heartbeat``: sealed requests of a known session whose header is marked as a heartbeat's and
+  whose size is a heartbeat's, one flow per minion as in ``session``, one request at a time per
+  flow (the workers refuse a larger marked request before decrypting it, and one that is not a
+  heartbeat); every other turn of the schedule;
 * ``session``: sealed requests, one flow per minion (the session id is mapped to its minion by
   the workers' answers), or per source address while the session is not known;
 * ``client``: other local users' requests, one flow per verified user, or per source address
@@ -69,6 +70,10 @@ class FairLimits:
         Lane.OPERATOR: 500, Lane.HEARTBEAT: 4, Lane.SESSION: 200, Lane.CLIENT: 100, Lane.AUTH: 200})
     max_wait_s: dict[str, float] = field(default_factory=lambda: {
         Lane.OPERATOR: 10.0, Lane.HEARTBEAT: 10.0, Lane.SESSION: 10.0, Lane.CLIENT: 10.0, Lane.AUTH: 5.0})
+    # requests of one flow at the workers at once, whatever else waits (lanes not named: no bound
+    # but the proxy's per-flow limit): a minion's heartbeats one at a time, so that a minion
+    # sending nothing but heartbeats holds at most one worker through their lane
+    max_in_flight: dict[str, int] = field(default_factory=lambda: {Lane.HEARTBEAT: 1})
     # the lanes after the operator's, in turn; the others are served when the preferred one is empty.
     # Heartbeats (cheap, a few per minion and period) every other turn: a busy master's queue of
     # pillar compiles does not hold back the heartbeats that keep its minions' sessions, and a flood
@@ -198,6 +203,9 @@ class FairQueue(Generic[T]):
                   blocked: Callable[[FlowKey], bool]) -> Taken[T] | None:
         state = self.lanes[lane]
         aside: list[Flow[T]] = []
+        cap = self.limits.max_in_flight.get(lane)
+        if cap is not None:
+            limit = cap if limit is None else min(limit, cap)
         try:
             while state.heap:
                 _, _, version, flow = state.heap[0]

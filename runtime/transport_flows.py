@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from runtime import codec
-from runtime.crypt.channel import HEARTBEAT_MARK
+from runtime.crypt.channel import HEARTBEAT_MARK, MAX_HEARTBEAT_CT
 from runtime.crypt.errors import CryptoError, KeyFileError
 from runtime.transport_fair import FlowKey, Lane
 
@@ -46,6 +46,8 @@ def _sealed_prefixes() -> tuple[bytes, bytes]:
 _BEFORE_LENGTH, _BEFORE_SID = _sealed_prefixes()
 _PLAIN_HEADER, _MARKED_HEADER = 0x84, 0x85      # fixmap of 4 entries; of 5 with the heartbeat's mark last
 _HEARTBEAT_MARK = b"".join(codec.pack(part) for entry in HEARTBEAT_MARK.items() for part in entry)
+# a heartbeat's ciphertext and what is around it: the envelope's keys, the header (some 60 bytes)
+MAX_HEARTBEAT_BODY = MAX_HEARTBEAT_CT + 128
 
 
 def session_id(body: bytes | memoryview) -> bytes | None:
@@ -54,9 +56,10 @@ def session_id(body: bytes | memoryview) -> bytes | None:
 
 
 def sealed_head(body: bytes | memoryview) -> tuple[bytes | None, bool]:
-    """The session id of a sealed request packed as saltpan packs it (else None), and whether its
-    header ends with a heartbeat's mark (``runtime.crypt.channel``).  The workers' decoding reads
-    the same id and mark, or refuses the body; and refuses a marked request that is not a heartbeat."""
+    """The session id of a sealed request packed as saltpan packs it (else None), and whether it
+    is marked as a heartbeat: its header ends with the mark (``runtime.crypt.channel``) and the
+    whole body is a heartbeat's size.  The workers' decoding reads the same id and mark, or refuses
+    the body; and refuses a marked request that is larger or is not a heartbeat."""
     start = len(_BEFORE_LENGTH) + 1
     at_sid = start + 1 + len(_BEFORE_SID)
     if len(body) < at_sid + SESSION_ID_SIZE or bytes(body[:len(_BEFORE_LENGTH)]) != _BEFORE_LENGTH:
@@ -65,9 +68,10 @@ def sealed_head(body: bytes | memoryview) -> tuple[bytes | None, bool]:
     if kind not in (_PLAIN_HEADER, _MARKED_HEADER) or bytes(body[start + 1:at_sid]) != _BEFORE_SID:
         return None, False
     marked = False
-    if kind == _MARKED_HEADER:
+    if kind == _MARKED_HEADER and len(body) <= MAX_HEARTBEAT_BODY:
         end = start + body[start - 1]
-        marked = end <= len(body) and bytes(body[end - len(_HEARTBEAT_MARK):end]) == _HEARTBEAT_MARK
+        marked = at_sid + SESSION_ID_SIZE + len(_HEARTBEAT_MARK) <= end <= len(body) \
+            and bytes(body[end - len(_HEARTBEAT_MARK):end]) == _HEARTBEAT_MARK
     return bytes(body[at_sid:at_sid + SESSION_ID_SIZE]), marked
 
 

@@ -234,8 +234,11 @@ class RequestProxy:
               peer: str, heartbeat: bool = False) -> tuple[Lane, FlowKey]:
         if kind == CLASS_SESSION:
             minion = self.sessions.minion(sid) if sid is not None else None
-            lane = Lane.HEARTBEAT if heartbeat else Lane.SESSION
-            return lane, ("minion", minion) if minion is not None else ("address", peer)
+            if minion is None:
+                return Lane.SESSION, ("address", peer)
+            # the heartbeat lane for a known session's marked request of a heartbeat's size only
+            # (the worker refuses a marked request that is not a heartbeat, but only once opened)
+            return Lane.HEARTBEAT if heartbeat else Lane.SESSION, ("minion", minion)
         if kind == CLASS_CLIENT:
             if self.proofs is not None:
                 return self.proofs.flow(envelope.load if envelope is not None else None, peer)

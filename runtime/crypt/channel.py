@@ -35,6 +35,9 @@ from runtime.crypt.handshake import SESSION_ID_SIZE, SessionKeys, now_ms
 
 # the last entry of a heartbeat's header (runtime.transport_flows reads it)
 HEARTBEAT_MARK: Mapping[str, str] = MappingProxyType({"k": "hb"})
+# a marked request's ciphertext is at most this (a heartbeat's payload is some 30 bytes): refused
+# before it is decrypted, so the heartbeat lane costs a worker little whatever a minion sends in it
+MAX_HEARTBEAT_CT = 256
 
 
 def _header(fields: dict[str, Any]) -> bytes:
@@ -76,6 +79,8 @@ def parse_sealed(load: Any, counter_field: str) -> SealedMessage:
     marked = "k" in header
     if marked and header["k"] != HEARTBEAT_MARK["k"]:
         raise BadMessage('header k must be "hb"', "malformed")
+    if marked and len(ct) > MAX_HEARTBEAT_CT:
+        raise BadMessage(f"a request marked as a heartbeat holds at most {MAX_HEARTBEAT_CT} bytes", "malformed")
     if header["v"] != aead.PROTOCOL_VERSION or not _is_int(header["v"]):
         raise BadMessage(f"protocol version {header['v']!r} is not supported", "unsupported_version")
     sid, counter, ts = header["sid"], header[counter_field], header["ts"]

@@ -124,7 +124,9 @@ class BankCache(abc.ABC):
     def _delete(self, minion: str, bank: str, updated: float, *, older_too: bool = False) -> None:
         """Delete the row if it still has ``updated`` (or, with ``older_too``, any ``updated`` up to
         it): a row written since, by another request or master, stays.  The same statement sent
-        twice (PostgreSQL's pooled connection found dead after it committed) deletes nothing more."""
+        twice (PostgreSQL's pooled connection found dead after it committed) deletes nothing more.
+        Between masters "since" is by their clocks, as for every ``updated`` they compare: the
+        masters of a cluster keep their clocks in step (NTP)."""
 
     @abc.abstractmethod
     def _get(self, minion: str, bank: str) -> tuple[str, float] | None:

@@ -173,11 +173,14 @@ class Minion:
                                                      self.opts, stop, self.ctx, self.prefix)
                     except KeyNotAccepted as exc:
                         self.refusals.warning(f"auth:{exc}", "%s%s", self.prefix, exc)
-                        # retried slowly (an operator may accept the key later): the reconnect
-                        # backoff, never less than a pending key's wait (recon_* are milliseconds: a
-                        # config written in seconds made a rejected minion send 60 hellos a second)
                         self.backoff.failed()
-                        self.reauth_delay = max(self.backoff.delay(), option(self.opts, "acceptance_wait_time", float))
+                        if exc.outcome in ("rejected", "denied"):
+                            # retried slowly (an operator may accept the key later): the reconnect
+                            # backoff, never less than a pending key's wait, give or take half of it
+                            # (recon_* are milliseconds: a config written in seconds made a rejected
+                            # minion send 60 hellos a second); other refusals: the backoff alone
+                            wait = option(self.opts, "acceptance_wait_time", float)
+                            self.reauth_delay = max(self.backoff.delay(), random.uniform(wait, 1.5 * wait))
                         continue
                     except MasterBusy as exc:
                         # the master admits hellos at the rate its workers sustain: come back within

@@ -34,7 +34,12 @@ class SessionError(Exception):
 
 
 class KeyNotAccepted(SessionError):
-    """The master rejected or denied our key."""
+    """The master did not accept our hello: ``outcome`` ``rejected`` or ``denied`` (the key), or
+    ``refused`` (``reason`` says why: the key store unreachable, the pending list full ...)."""
+
+    def __init__(self, message: str, outcome: str) -> None:
+        super().__init__(message)
+        self.outcome = outcome
 
 
 class MasterUnreachable(SessionError):
@@ -206,7 +211,7 @@ async def authenticate(address: str, identity: Identity, minion_id: str, trust: 
             if result.outcome == "refused" and result.reason == "clock_skew":
                 continue
             raise KeyNotAccepted(f"master answered {result.outcome}" + (f" ({result.reason})" if result.reason
-                                                                        else ""))
+                                                                        else ""), result.outcome)
         raise SessionError("stopping")
     except BaseException:
         client.close()

@@ -47,6 +47,11 @@ def test_a_heartbeat_is_marked_in_its_authenticated_header(fleet):
     _, again = client.seal_request({"cmd": "_heartbeat", "epoch": 0}, heartbeat=True)
     with pytest.raises(BadMessage):
         server.open_request(load_of(again.replace(codec.pack("hb"), codec.pack("hc"))))
+    # a marked request larger than a heartbeat: not in the proxy's heartbeat lane, refused unopened
+    _, padded = client.seal_request({"cmd": "_heartbeat", "epoch": 0, "pad": "x" * 300}, heartbeat=True)
+    assert sealed_head(padded) == (client.sid, False)
+    with pytest.raises(BadMessage, match="at most 256 bytes"):
+        server.open_request(load_of(padded))
 
 
 def test_minion_id_comes_from_the_session_not_the_payload(fleet):
@@ -206,6 +211,7 @@ def test_clear_error_reply_is_a_remote_refusal(fleet):
     {"h": codec.pack({"v": 1, "sid": b"s" * 16, "ctr": 1, "ts": 1, "k": "pillar"}), "ct": b""},
     {"h": codec.pack({"v": 1, "sid": b"s" * 16, "ctr": 1, "ts": 1, "x": "hb"}), "ct": b""},
     {"h": codec.pack({"v": 1, "sid": b"s" * 16, "ctr": 1, "ts": 1, "k": "hb", "j": 1}), "ct": b""},
+    {"h": codec.pack({"v": 1, "sid": b"s" * 16, "ctr": 1, "ts": 1, "k": "hb"}), "ct": b"x" * 257},
 ])
 def test_malformed_loads(fleet, load):
     server = ServerChannel(fleet.store)

@@ -86,8 +86,9 @@ class RestartLab:
             except codec.DecodeError:
                 continue
             header = env.load.get("h") if env.enc == codec.ENC_AES else None
-            if isinstance(header, bytes) and set(codec.unpack(header)) == {"v", "sid", "ctr", "ts"}:
-                out.append(body)     # a request (replies and publications have other headers)
+            # a request, a heartbeat's marked (replies and publications have other headers)
+            if isinstance(header, bytes) and set(codec.unpack(header)) - {"k"} == {"v", "sid", "ctr", "ts"}:
+                out.append(body)
         return out
 
     def raw(self) -> RawClient:

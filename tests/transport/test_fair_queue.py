@@ -151,3 +151,19 @@ def test_old_requests_expire_and_idle_flows_are_forgotten() -> None:
         queue.done(taken, 0.002, 10.0)
     queue.forget_idle(1000.0)
     assert len(queue.flows(Lane.AUTH)) <= 100
+
+
+def test_a_minions_heartbeats_go_to_the_workers_one_at_a_time() -> None:
+    """A minion sending nothing but heartbeats holds at most one worker through their lane."""
+    queue: FairQueue[str] = FairQueue()
+    beats = ("minion", "r")
+    for i in range(4):
+        queue.push(Lane.HEARTBEAT, beats, f"beat{i}", 0.0)
+    queue.push(Lane.SESSION, ("minion", "m"), "pillar", 0.0)
+    first = queue.pop(0.0, 10, NEVER)
+    second = queue.pop(0.0, 10, NEVER)
+    assert first is not None and second is not None and (first.item, second.item) == ("beat0", "pillar")
+    assert queue.pop(0.0, 10, NEVER) is None          # beat1 waits for beat0's reply
+    queue.done(first, 0.001, 0.0)
+    third = queue.pop(0.0, 10, NEVER)
+    assert third is not None and third.item == "beat1"
