@@ -236,8 +236,9 @@ class RequestProxy:
             minion = self.sessions.minion(sid) if sid is not None else None
             if minion is None:
                 return Lane.SESSION, ("address", peer)
-            # the heartbeat lane for a known session's marked request of a heartbeat's size only
-            # (the worker refuses a marked request that is not a heartbeat, but only once opened)
+            # the heartbeat lane for a known session's marked request only (sealed_head reads the
+            # mark on a body of a heartbeat's size alone); the worker refuses a marked ciphertext
+            # over a heartbeat's size before opening it, and a marked request other than a heartbeat
             return Lane.HEARTBEAT if heartbeat else Lane.SESSION, ("minion", minion)
         if kind == CLASS_CLIENT:
             if self.proofs is not None:

@@ -294,3 +294,41 @@ def test_a_held_flow_of_many_connections_is_summed_once_per_reread(ctx, monkeypa
     finally:
         table.close()
         table.sock.close(linger=0)
+
+
+def test_a_descriptor_reused_by_a_new_peer_starts_a_new_connection(ctx) -> None:
+    """A peer closes, another connects and is given the same descriptor number, and its first
+    message is read before any sweep: the table takes the monitor's pending events first, so the
+    message is the new connection's, not charged to the old one's counters."""
+    from runtime.transport_conns import ConnectionTable
+
+    router = ctx.socket(zmq.ROUTER)
+    port = router.bind_to_random_port("tcp://127.0.0.1")
+    table = ConnectionTable(router, ConnectionLimits(first_request_s=1e9, sweep_s=3600))
+    peers = []
+    try:
+        def first_message(body: bytes) -> tuple[int, object]:
+            peer = ctx.socket(zmq.DEALER)
+            peer.connect(f"tcp://127.0.0.1:{port}")
+            peer.send(body)
+            peers.append(peer)
+            assert router.poll(5000, zmq.POLLIN)
+            frames = router.recv_multipart(copy=False)
+            fd = int(frames[-1].get(zmq.SRCFD))
+            return fd, table.request(fd, len(body))
+
+        fd_a, conn_a = first_message(b"a" * 1000)
+        assert conn_a is not None and conn_a.read == 1000
+        peers.pop().close(linger=0)
+        assert wait_until(lambda: router.poll(0) == 0 and table.monitor.poll(0) != 0, 2)
+        time.sleep(0.1)                      # the old connection's end is queued on the monitor, unread
+        fd_b, conn_b = first_message(b"b" * 10)
+        if fd_b != fd_a:
+            pytest.skip(f"the kernel gave the new connection another descriptor ({fd_b}, not {fd_a})")
+        assert conn_b is not None and conn_b is not conn_a and conn_b.serial != conn_a.serial
+        assert conn_b.read == 10 and table.by_fd[fd_b] is conn_b
+    finally:
+        for peer in peers:
+            peer.close(linger=0)
+        table.close()
+        router.close(linger=0)
