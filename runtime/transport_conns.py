@@ -217,7 +217,7 @@ class ConnectionTable:
         if fd is None or fd < 0:
             return None
         conn = self.by_fd.get(fd)
-        if conn is None or self.monitor.get(zmq.EVENTS) & zmq.POLLIN:
+        if conn is None or self.monitor.poll(0):
             # events first: a descriptor closed and reused by a new peer since the last sweep must
             # not charge that peer's message to the old connection's counters
             self.poll_events()
