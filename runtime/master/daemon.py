@@ -31,7 +31,7 @@ from typing import Any
 import zmq
 
 from runtime import transport, transport_proxy
-from runtime.config import option
+from runtime.config import OPTIONS, option
 from runtime.crypt.clientkey import client_key_path, load_or_create_client_key
 from runtime.crypt.identity import Identity, load_or_create_identity
 from runtime.events import EVENT_PUB, EVENT_PULL
@@ -151,6 +151,26 @@ def req_server_main(opts: dict[str, Any]) -> None:
         ctx.term()
 
 
+def raise_open_files(opts: dict[str, Any]) -> int:
+    """Raise this process's soft open-files limit to ``max_open_files`` (as Salt's master does), at
+    most to the hard limit; the soft limit now (the processes forked after inherit it)."""
+    import resource
+
+    wanted = option(opts, "max_open_files", int)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    if hard != resource.RLIM_INFINITY and hard < wanted:
+        log.info("max_open_files is %d but the hard open-files limit is %d: at most %d connections (one per "
+                    "minion) can be held (raise it with LimitNOFILE= or ulimit -Hn)", wanted, hard, hard - 256)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        except (ValueError, OSError) as exc:
+            log.warning("the open-files limit stays %d: raising it to %d failed (%s)", soft, target, exc)
+    return soft
+
+
 def connection_limits(opts: dict[str, Any]) -> ConnectionLimits:
     """The request port's connection bounds (runtime.transport_conns) from the config; at most as
     many connections as the open-files limit leaves room for."""
@@ -160,8 +180,10 @@ def connection_limits(opts: dict[str, Any]) -> ConnectionLimits:
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     allowed = wanted if soft == resource.RLIM_INFINITY else max(64, min(wanted, soft - 256))
     if allowed < wanted:
-        log.warning("max_connections %d lowered to %d: the open-files limit is %d (raise it with ulimit -n)",
-                    wanted, allowed, soft)
+        # a warning when the operator asked for that many; the default asks for more than most limits give
+        report = log.info if wanted == OPTIONS["max_connections"].default else log.warning
+        report("max_connections %d lowered to %d: the open-files limit is %d (raise it with ulimit -n)",
+               wanted, allowed, soft)
     heartbeat = option(opts, "heartbeat_period", float)
     return ConnectionLimits(max_connections=allowed, idle_s=max(300.0, 10 * heartbeat),
                             max_unfinished=option(opts, "max_unfinished_bytes", int),
@@ -364,6 +386,7 @@ def run(opts: dict[str, Any]) -> int:
     except (OSError, KeyFileError, StoreError, ConfigError) as exc:
         pidfile.release(opts.get("pidfile"))
         return cannot_start("master", exc, log)
+    raise_open_files(opts)      # before the processes are forked: the ReqServer holds a connection per minion
     manager = ProcessManager()
     manager.add("EventPublisher", event_publisher_main, opts)
     manager.add("Publisher", publisher_main, opts, identity)

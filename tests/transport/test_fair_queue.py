@@ -167,3 +167,35 @@ def test_a_minions_heartbeats_go_to_the_workers_one_at_a_time() -> None:
     queue.done(first, 0.001, 0.0)
     third = queue.pop(0.0, 10, NEVER)
     assert third is not None and third.item == "beat1"
+
+
+def test_a_full_lane_of_many_flows_finds_its_longest_without_looking_at_each() -> None:
+    """10,000 minions each with one return waiting fill the session lane: a push into it is refused
+    (no flow is longer than the newcomer's by two), and the flow to push out, when there is one, is
+    known at once.  Each such push used to look at every flow the lane remembers: 10,000 minions
+    retrying their returns cost the request proxy most of its CPU and a ping to all 5-18 s."""
+    import time
+
+    limits = FairLimits(max_waiting={**FairLimits().max_waiting, Lane.SESSION: 500})
+    queue: FairQueue[str] = FairQueue(limits)
+    for i in range(20_000):                        # flows the lane remembers, nothing waiting
+        queue.push(Lane.SESSION, ("minion", f"idle{i}"), "r", 0.0)
+        taken = queue.pop(0.0, 1, NEVER)
+        assert taken is not None
+        queue.done(taken, 0.001, 0.0)
+    for i in range(500):
+        assert queue.push(Lane.SESSION, ("minion", f"m{i}"), "r", 0.0)[0]
+    start = time.process_time()
+    results = [queue.push(Lane.SESSION, ("minion", f"late{i}"), "r", 0.0) for i in range(20_000)]
+    spent = time.process_time() - start
+    assert all(result == (False, []) for result in results)
+    assert spent < 1.0, f"{spent:.2f} s of CPU for 20,000 pushes into a full lane"
+    for _ in range(2):                             # two served: room for one flow to hold more
+        assert queue.pop(0.0, 1, NEVER) is not None
+    for i in range(2):
+        assert queue.push(Lane.SESSION, ("minion", "m499"), f"x{i}", 0.0)[0]
+    assert queue.waiting()[Lane.SESSION] == 500
+    queued, pushed_out = queue.push(Lane.SESSION, ("minion", "newcomer"), "hello", 0.0)
+    assert queued and pushed_out == ["x1"], pushed_out      # the longest flow's newest made room
+    assert queue.push(Lane.SESSION, ("minion", "other"), "hello", 0.0) == (True, ["x0"])
+    assert queue.push(Lane.SESSION, ("minion", "third"), "hello", 0.0) == (False, [])
