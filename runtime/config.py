@@ -309,7 +309,7 @@ OPTIONS: dict[str, Option] = {
     "clear_burst_global": Option(4000.0, "num", "master", "Burst allowed above clear_rate_global.", salt=SALTPAN_ONLY),
     "max_open_files": Option(100000, "int", "master",
                              "The master raises its open-files limit (soft) to this at start, at most to the hard "
-                             "limit (warning when it is lower): each minion holds a connection to ret_port."),
+                             "limit (logged when the hard limit is lower): each minion holds a connection to ret_port."),
     "max_connections": Option(100000, "int", "master",
                               "Connections the request port (ret_port) holds at once; beyond it the least recently "
                               "active connection of the address holding the most is closed (its client reconnects). "
