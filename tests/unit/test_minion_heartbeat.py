@@ -110,9 +110,11 @@ def test_other_refusals_end_the_session_at_once(tmp_path: Path, reason: str) -> 
 
 def test_unanswered_heartbeats_with_the_connection_up_keep_the_session_until_the_master_answers(
         tmp_path: Path) -> None:
-    minion = make_minion(tmp_path, alive=0.2)
+    # alive 0.5 s: the two unanswered heartbeats take 1.05 s of the 1.5 s the session stands (with
+    # alive 0.2 s, 0.45 of 0.6 s: a loaded CI machine's 0.15 s of scheduling delay ended it)
+    minion = make_minion(tmp_path, alive=0.5)
     session = HeartbeatSession(["timeout", "timeout", None, "timeout", None])
-    assert run_heartbeats(minion, session, 1.5, Link(up=True)) is None
+    assert run_heartbeats(minion, session, 2.5, Link(up=True)) is None
     assert session.sent >= 5
 
 
