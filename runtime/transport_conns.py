@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 
 import zmq
 
+from runtime.transport import readable
 from runtime.transport_fair import FlowKey
 
 log = logging.getLogger("saltpan.transport")
@@ -217,7 +218,7 @@ class ConnectionTable:
         if fd is None or fd < 0:
             return None
         conn = self.by_fd.get(fd)
-        if conn is None or self.monitor.poll(0):
+        if conn is None or readable(self.monitor):
             # events first: a descriptor closed and reused by a new peer since the last sweep must
             # not charge that peer's message to the old connection's counters
             self.poll_events()

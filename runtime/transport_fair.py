@@ -197,10 +197,8 @@ class FairQueue(Generic[T]):
             return False, []
         pushed_out: list[T] = []
         if state.waiting >= self.limits.max_waiting[lane]:
-            if state.longest <= len(flow.queue) + 1:
-                return False, []
-            victim = state.one_of_the_longest()
-            if victim is None or victim is flow:
+            victim = state.one_of_the_longest()       # longer than this flow's by two, so not this flow
+            if victim is None or len(victim.queue) <= len(flow.queue) + 1:
                 return False, []
             pushed_out.append(state.take_last(victim)[1])
         if not flow.queue and flow.in_flight == 0:

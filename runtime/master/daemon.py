@@ -159,7 +159,7 @@ def raise_open_files(opts: dict[str, Any]) -> int:
     wanted = option(opts, "max_open_files", int)
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
-    if hard != resource.RLIM_INFINITY and hard < wanted:
+    if target < wanted:
         log.info("max_open_files is %d but the hard open-files limit is %d: at most %d connections (one per "
                  "minion) can be held (raise it with LimitNOFILE= or ulimit -Hn)", wanted, hard, hard - 256)
     if soft != resource.RLIM_INFINITY and soft < target:
