@@ -24,6 +24,7 @@ import os
 import stat
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -38,6 +39,7 @@ BROADCAST = b"all"
 IPC_PATH_MAX = 107  # sockaddr_un.sun_path on Linux, minus the NUL
 READY = b"READY"             # what an idle worker tells the proxy (runtime.transport_proxy)
 WORKER_IDLE_ANNOUNCE_S = 1.0
+WORKER_BATCH_MAX = 16        # requests the proxy hands one worker at once, at most
 
 T = TypeVar("T")
 
@@ -300,15 +302,17 @@ class WorkerRequest:
 
 
 class WorkerSocket:
-    """A worker's end of the proxy: a DEALER that takes one request at a time and announces
-    itself ``READY`` when it starts and, while idle, now and then (so a restarted proxy learns
-    about it)."""
+    """A worker's end of the proxy: a DEALER that takes what the proxy hands it — one request, or
+    several at once when more wait than there are idle workers (:data:`WORKER_BATCH_MAX`) — and
+    announces itself ``READY`` when it starts and, while idle, now and then (so a restarted proxy
+    learns about it).  Each request gets its own reply, in the order they came."""
 
     def __init__(self, ctx: zmq.Context, address: str, limits: SocketLimits = DEFAULT_LIMITS) -> None:
         self.sock = make_socket(ctx, zmq.DEALER, limits)
         self.sock.connect(address)
         self._poller = zmq.Poller()
         self._poller.register(self.sock, zmq.POLLIN)
+        self._handed: deque[WorkerRequest] = deque()    # handed together, not yet taken by recv()
         self._announce()
 
     def _announce(self) -> None:
@@ -318,14 +322,25 @@ class WorkerSocket:
     def recv(self, timeout_ms: int) -> WorkerRequest | None:
         """The next request, or None on timeout.  A malformed one comes back with ``rid == b""``;
         answer every request with :meth:`reply`."""
+        if not self._handed:
+            self._handed.extend(self.recv_many(timeout_ms))
+        return self._handed.popleft() if self._handed else None
+
+    def recv_many(self, timeout_ms: int) -> list[WorkerRequest]:
+        """The requests handed over together (one, or several), or [] on timeout; as :meth:`recv`."""
+        if self._handed:
+            handed = list(self._handed)
+            self._handed.clear()
+            return handed
         if not self._poller.poll(timeout_ms):          # one Poller for the socket's life, not one per call
             if time.monotonic() - self._idle_since >= WORKER_IDLE_ANNOUNCE_S:
                 self._announce()
-            return None
-        frames = recv_parts(self.sock, NOBLOCK)
-        if frames is None or len(frames) != 5 or frames[0] != b"":
-            return WorkerRequest("unknown", b"", b"")
-        return WorkerRequest(frames[2].decode("ascii", "replace"), frames[3], frames[4], frames[1])
+            return []
+        frames = recv_parts(self.sock, NOBLOCK, 1 + 4 * WORKER_BATCH_MAX)
+        if frames is None or len(frames) < 5 or (len(frames) - 1) % 4 or frames[0] != b"":
+            return [WorkerRequest("unknown", b"", b"")]
+        return [WorkerRequest(frames[i + 1].decode("ascii", "replace"), frames[i + 2], frames[i + 3], frames[i])
+                for i in range(1, len(frames), 4)]
 
     def reply(self, request: WorkerRequest, body: bytes, meta: bytes = b"") -> None:
         """Answer ``request`` (a malformed one, which cannot be routed, only frees the worker).

@@ -237,6 +237,11 @@ class FairQueue(Generic[T]):
                     return taken
         return None
 
+    def pop_lane(self, lane: Lane, now: float, per_flow_limit: int, expired: Callable[[Lane, T], None],
+                 blocked: Callable[[FlowKey], bool] = lambda key: False) -> Taken[T] | None:
+        """As :meth:`pop`, from ``lane`` only, and never beyond ``per_flow_limit``."""
+        return self._pop_lane(lane, now, per_flow_limit, expired, blocked) if self.lanes[lane].waiting else None
+
     def _pop_lane(self, lane: Lane, now: float, limit: int | None, expired: Callable[[Lane, T], None],
                   blocked: Callable[[FlowKey], bool]) -> Taken[T] | None:
         state = self.lanes[lane]
@@ -287,6 +292,9 @@ class FairQueue(Generic[T]):
     # ------------------------------------------------------------ bookkeeping
     def waiting(self) -> dict[Lane, int]:
         return {lane: state.waiting for lane, state in self.lanes.items()}
+
+    def total_waiting(self) -> int:
+        return sum(state.waiting for state in self.lanes.values())
 
     def flows(self, lane: Lane) -> dict[FlowKey, Flow[T]]:
         return self.lanes[lane].flows

@@ -18,7 +18,16 @@ import zmq
 
 from runtime import codec
 from runtime.protocol.base import MessageClass
-from runtime.transport import MAX_FRAMES, NOBLOCK, READY, RID_SIZE, readable, recv_frames, send_parts
+from runtime.transport import (
+    MAX_FRAMES,
+    NOBLOCK,
+    READY,
+    RID_SIZE,
+    WORKER_BATCH_MAX,
+    readable,
+    recv_frames,
+    send_parts,
+)
 from runtime.transport_conns import Connection, ConnectionLimits, ConnectionTable, frame_wire_size
 from runtime.transport_fair import LANES, FairLimits, FairQueue, FlowKey, Lane, Taken
 from runtime.transport_flows import ClientProofs, SessionDirectory, decode_meta, sealed_head
@@ -116,6 +125,8 @@ class ProxyStats:
 
 QueueLimits = FairLimits     # the proxy's queue bounds and schedule (runtime.transport_fair)
 
+BATCH_WORK_S = 0.02          # a worker is handed more requests at once while their flows' recent cost is below this
+
 @dataclass(eq=False)
 class _Pending:
     """A request waiting in the proxy or at a worker."""
@@ -169,13 +180,18 @@ class RequestProxy:
       than ``max_unread`` bytes of replies unread gets nothing more served until it reads them.
     * Scheduling (``runtime.transport_fair``): bounded queues per flow and per lane, the operator
       first, then the lanes in turn, and inside a lane the flow that has had the least worker time
-      so far.  Workers (DEALER, :class:`WorkerSocket`) take one request at a time, announcing
-      ``READY`` when idle, so no backlog ever builds up inside a worker.
+      so far.  Workers (DEALER, :class:`WorkerSocket`) announce ``READY`` when idle and are handed
+      one request; only while more wait than there are idle workers, a worker is handed several
+      minions' requests at once (up to ``WORKER_BATCH_MAX``, and about ``BATCH_WORK_S`` of the work
+      their flows' requests took so far), which it answers in turn — so that a burst of minions' returns is
+      stored with one commit per handful, not one each — and the backlog inside a worker stays
+      that small.
     * Requests older than their lane's ``max_wait_s`` are dropped unanswered (the client already
       retried).  Replies are passed back unchanged; a worker's reply may carry the session it
       served (:data:`WORKER_META`), which is how the proxy learns which minion a session is.
 
-    Frames: proxy -> worker ``[worker, b"", client, peer, rid, body]``; worker -> proxy
+    Frames: proxy -> worker ``[worker, b"", client, peer, rid, body]`` (``client, peer, rid, body``
+    once per request handed together); worker -> proxy, for each request
     ``[worker, b"", client, rid, reply]`` (``+ [meta]``) or ``[worker, b"", READY]``.
     :meth:`run` returns when ``stop`` is set.
     """
@@ -197,7 +213,8 @@ class RequestProxy:
         self.sessions = SessionDirectory()
         self.proofs = proofs
         self.ready: OrderedDict[bytes, None] = OrderedDict()      # idle workers, longest idle first
-        self.busy: dict[bytes, tuple[float, Taken[_Pending]]] = {}  # worker -> (since, what it was given)
+        # worker -> (when it was handed them, what it was handed and has not answered yet)
+        self.busy: dict[bytes, _Handed] = {}
         self._replies: dict[str, bytes] = {}
         self._next_forget = 0.0
         from runtime.protocol.registry import classify_request  # the command table: only a proxy needs it
@@ -308,15 +325,21 @@ class RequestProxy:
             self.stats.malformed += 1
             return
         now = self.clock()
-        entry = self.busy.pop(worker, None)
-        self.ready[worker] = None
-        self.stats.replies += 1
         client, rid, reply = frames[2], frames[3], frames[4]
         pending = None
+        entry = self.busy.get(worker)
         if entry is not None:
-            since, taken = entry
-            self.fair.done(taken, now - since, now)
-            pending = taken.item
+            taken = entry.answered(rid.bytes)
+            if taken is not None:
+                # its time at the worker: the requests handed together share the time until the first reply
+                # (a worker answers them once it has served all)
+                self.fair.done(taken, entry.share(now), now)
+                pending = taken.item
+            if not entry.waiting:
+                del self.busy[worker]
+        if worker not in self.busy:
+            self.ready[worker] = None
+        self.stats.replies += 1
         if len(frames) == 6:
             meta = decode_meta(frames[5].bytes)
             if meta is not None:
@@ -344,22 +367,50 @@ class RequestProxy:
                 self.fair.done(taken, 0.0, now)
                 continue
             worker, _ = self.ready.popitem(last=False)
+            handed = [taken, *self._more_for_one_worker(taken, now)]
+            frames: list[Any] = [worker, b""]
+            for one in handed:
+                frames += [one.item.client, one.item.peer, one.item.rid, one.item.body]
             try:
-                send_parts(self.backend, [worker, b"", pending.client, pending.peer, pending.rid, pending.body],
-                           NOBLOCK)
-            except zmq.ZMQError:   # the worker is gone (restarted): forget it, try the request again
+                send_parts(self.backend, frames, NOBLOCK)
+            except zmq.ZMQError:   # the worker is gone (restarted): forget it, try the requests again
                 self.stats.workers_lost += 1
-                self.fair.done(taken, 0.0, now)
-                self.fair.push(taken.flow.lane, taken.flow.key, pending, taken.queued_at)
+                for one in handed:
+                    self.fair.done(one, 0.0, now)
+                    self.fair.push(one.flow.lane, one.flow.key, one.item, one.queued_at)
                 continue
-            self.busy[worker] = (now, taken)
-            self.stats.forwarded += 1
+            self.busy[worker] = _Handed(now, handed)
+            self.stats.forwarded += len(handed)
         # forget workers that never answered for a long time (died mid-request)
         if len(self.busy) > 256:
             cutoff = self.clock() - 600
-            for worker in [w for w, (since, _) in self.busy.items() if since < cutoff]:
-                _, taken = self.busy.pop(worker)
-                self.fair.done(taken, 0.0, self.clock())
+            for worker in [w for w, entry in self.busy.items() if entry.since < cutoff]:
+                for one in self.busy.pop(worker).waiting:
+                    self.fair.done(one, 0.0, self.clock())
+
+    def _more_for_one_worker(self, first: Taken[_Pending], now: float) -> list[Taken[_Pending]]:
+        """Requests handed to a worker with ``first``: minions' requests (the session lane: their
+        returns are stored together) while more wait than the idle workers left can take, up to
+        ``WORKER_BATCH_MAX`` of them and ``BATCH_WORK_S`` of their flows' recent cost."""
+        more: list[Taken[_Pending]] = []
+        lane = first.flow.lane
+        if lane != Lane.SESSION:
+            return more
+        work = first.flow.cost
+        while (len(more) + 1 < WORKER_BATCH_MAX and work < BATCH_WORK_S
+               and self.fair.total_waiting() > len(self.ready)):
+            taken = self.fair.pop_lane(lane, now, max(1, len(self.ready) + len(self.busy)), self._expired,
+                                       self.conns.over_unread)
+            if taken is None:
+                break
+            pending = taken.item
+            if pending.conn is not None and not self.conns.alive(pending.conn, pending.serial):
+                self.stats.dropped_gone += 1
+                self.fair.done(taken, 0.0, now)
+                continue
+            more.append(taken)
+            work += taken.flow.cost
+        return more
 
     def waiting(self) -> dict[Lane, int]:
         return self.fair.waiting()
@@ -395,6 +446,29 @@ class RequestProxy:
                 self._housekeeping()
         finally:
             self.conns.close()
+
+
+class _Handed:
+    """What one worker was handed (one request, or several together) and has not answered yet."""
+
+    def __init__(self, since: float, waiting: list[Taken[_Pending]]) -> None:
+        self.since = since
+        self.waiting = waiting
+        self.size = len(waiting)
+        self._share: float | None = None
+
+    def answered(self, rid: bytes) -> Taken[_Pending] | None:
+        """Take the request a reply answers (replies come in order: nearly always the first)."""
+        for index, taken in enumerate(self.waiting):
+            if taken.item.rid == rid:
+                return self.waiting.pop(index)
+        return None
+
+    def share(self, now: float) -> float:
+        """Each request's part of the worker's time (the time until its first reply, shared out)."""
+        if self._share is None:
+            self._share = (now - self.since) / self.size
+        return self._share
 
 
 def return_large_buffers_to_os() -> bool:

@@ -1,4 +1,4 @@
-"""MWorker: answers every request the ReqServer hands it, one at a time.
+"""MWorker: answers every request the ReqServer hands it (one, or several handed together).
 
 This module is the dispatcher only.  A request body is read with ``runtime.protocol`` (the same
 decoding the request proxy classified it with) into its message class, every shape check made
@@ -19,12 +19,15 @@ import gc
 import logging
 import signal
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import zmq
 
 from runtime import codec, protocol, transport
+from runtime.crypt.channel import Request as ChannelRequest
 from runtime.crypt.errors import CryptoError
 from runtime.crypt.identity import Identity
 from runtime.master.datacache import DataTooLarge
@@ -41,6 +44,16 @@ PUBLISH_PULL = "publish_pull.ipc"
 __all__ = ["HANDLER_CLASSES", "PUBLISH_PULL", "WORKERS_IPC", "Worker", "run"]
 
 
+@dataclass(frozen=True)
+class _Opened:
+    """A sealed request opened under its session: who asks, and what."""
+
+    request: ChannelRequest
+    minion_id: str
+    payload: Any
+    cmd: Any
+
+
 class Worker:
     """The dispatcher of one MWorker process."""
 
@@ -48,8 +61,9 @@ class Worker:
         self.ctx = WorkerContext.open(opts, identity, ctx,
                                       transport.ipc_address(opts["sock_dir"], PUBLISH_PULL))
         self.refusals = self.ctx.refusals
-        self.handlers: Mapping[type[protocol.Request[Any]], Handler] = handler_table(self.ctx)
-        self._served = b""
+        table = handler_table(self.ctx)
+        self.handlers: Mapping[type[protocol.Request[Any]], Handler] = table.single
+        self.returns = table.returns
 
     def handle(self, peer: str, body: bytes) -> bytes:
         """The reply body to one request body from ``peer`` (the client's address)."""
@@ -59,26 +73,66 @@ class Worker:
         """``(reply body, meta)`` for one request body from ``peer``: ``meta`` names the session
         served (an accepted hello's or a sealed request's, ``transport_flows.encode_meta``), so that
         the request proxy queues that session's later requests as its minion's; else ``b""``."""
-        self._served = b""
-        try:
-            envelope = protocol.read_envelope(body)
-        except codec.DecodeError as exc:
-            self.refusals.warning(f"decode:{exc.reason}", "refused request from %s: %s", peer, exc)
-            return _clear(codec.error_load(exc.reason, str(exc))), b""
-        if envelope.enc == codec.ENC_AES:
-            reply = self._sealed(peer, envelope.load)
-        else:
-            reply = self._clear(peer, envelope.load)
-        return reply, self._served
+        return self.serve_many([(peer, body)])[0]
 
-    def _clear(self, peer: str, load: dict[Any, Any]) -> bytes:
+    def serve_many(self, requests: Sequence[tuple[str, bytes]]) -> list[tuple[bytes, bytes]]:
+        """:meth:`serve` for requests handed over together, answered in order.  Minions' returns
+        among them are stored with one commit (``_return``'s batch handler), those held back until
+        the next request of another kind or the end: a request after a return sees it stored."""
+        out: list[tuple[bytes, bytes]] = []
+        held: list[tuple[int, _Opened, protocol.JobReturn]] = []
+        for peer, body in requests:
+            try:
+                envelope = protocol.read_envelope(body)
+            except codec.DecodeError as exc:
+                self.refusals.warning(f"decode:{exc.reason}", "refused request from %s: %s", peer, exc)
+                out.append((_clear(codec.error_load(exc.reason, str(exc))), b""))
+                continue
+            if envelope.enc != codec.ENC_AES:
+                self._answer_held(held, out)
+                out.append(self._clear(peer, envelope.load))
+                continue
+            opened = self._open(peer, envelope.load)
+            if isinstance(opened, bytes):
+                out.append((opened, b""))
+                continue
+            meta = encode_meta(opened.request.session.sid, opened.minion_id)
+            try:
+                message = self._message(opened)
+            except protocol.ProtocolError as exc:
+                out.append((self._reply(opened, _raise(exc)), meta))
+                continue
+            if isinstance(message, protocol.JobReturn):
+                held.append((len(out), opened, message))
+                out.append((b"", meta))     # its reply comes with the others held
+                continue
+            self._answer_held(held, out)
+            out.append((self._reply(opened, partial(self.handlers[type(message)], opened.minion_id, message)), meta))
+        self._answer_held(held, out)
+        return out
+
+    def _answer_held(self, held: list[tuple[int, _Opened, protocol.JobReturn]],
+                     out: list[tuple[bytes, bytes]]) -> None:
+        if not held:
+            return
+        try:
+            outcomes: list[Exception | None] = self.returns([(o.minion_id, m) for _, o, m in held])
+        except Exception as exc:  # noqa: BLE001 - each reply reports it (StoreError, or a bug: logged)
+            outcomes = [exc] * len(held)
+        for (index, opened, _), outcome in zip(held, outcomes, strict=True):
+            out[index] = (self._reply(opened, _raise(outcome) if outcome is not None else protocol.Ok),
+                          out[index][1])
+        held.clear()
+
+    def _clear(self, peer: str, load: dict[Any, Any]) -> tuple[bytes, bytes]:
         cmd = load.get("cmd")
         try:
             request = protocol.parse_clear_request(load)
             answer = self.handlers[type(request)](peer, request)
+            served = b""
             if isinstance(answer, protocol.AuthReply) and answer.outcome == "accepted" and answer.sid:
-                self._served = encode_meta(answer.sid, answer.minion_id)
-            return _clear(answer.to_wire())
+                served = encode_meta(answer.sid, answer.minion_id)
+            return _clear(answer.to_wire()), served
         except protocol.ProtocolError as exc:
             if exc.reason == "unknown_command":
                 self.refusals.warning("clear:unknown", "refused clear command %r from %s (unknown_command)",
@@ -86,23 +140,24 @@ class Worker:
             else:
                 self.refusals.warning(f"clear:{cmd}:{exc.reason}", "refused %s from %s (%s): %s", cmd, peer,
                                       exc.reason, exc.message)
-            return _clear(codec.error_load(exc.reason, exc.message))
+            return _clear(codec.error_load(exc.reason, exc.message)), b""
         except (Refused, StoreError) as exc:
             self.refusals.warning(f"clear:{cmd}:{exc.reason}", "refused %s from %s (%s): %s", cmd, peer, exc.reason,
                                   exc.message)
-            return _clear(codec.error_load(exc.reason, exc.message))
+            return _clear(codec.error_load(exc.reason, exc.message)), b""
         except (CryptoError, codec.DecodeError) as exc:
             self.refusals.warning(f"clear:{cmd}:{exc.reason}", "refused %s from %s (%s): %s", cmd, peer, exc.reason,
                                   exc)
-            return _clear(codec.error_load(exc.reason, str(exc)))
+            return _clear(codec.error_load(exc.reason, str(exc))), b""
         except Exception as exc:  # noqa: BLE001 - a bug must not take the worker down
             # once per command and kind of failure and interval: a peer repeating the request that
             # trips it must not write a traceback into the log per copy
             self.refusals.exception(f"internal:{_command(cmd)}:{type(exc).__name__}",
                                     "clear command %s from %s failed (internal_error)", _command(cmd), peer)
-            return _clear(codec.error_load("internal_error", "the master could not process the request"))
+            return _clear(codec.error_load("internal_error", "the master could not process the request")), b""
 
-    def _sealed(self, peer: str, load: dict[Any, Any]) -> bytes:
+    def _open(self, peer: str, load: dict[Any, Any]) -> _Opened | bytes:
+        """The request opened under its session, or the error reply (clear) when it cannot be."""
         try:
             request = self.ctx.channel.open_request(load)
         except (CryptoError, codec.DecodeError) as exc:
@@ -110,16 +165,22 @@ class Worker:
                                   exc)
             return _clear(codec.error_load(exc.reason, str(exc)))
         payload = request.payload
-        minion_id = request.minion_id
-        self._served = encode_meta(request.session.sid, minion_id)
-        cmd = payload.get("cmd") if isinstance(payload, dict) else None
+        return _Opened(request, request.minion_id, payload, payload.get("cmd") if isinstance(payload, dict) else None)
+
+    @staticmethod
+    def _message(opened: _Opened) -> protocol.Request[Any]:
+        message = protocol.parse_session_request(opened.payload, opened.minion_id)
+        if opened.request.heartbeat and not isinstance(message, protocol.Heartbeat):
+            # the heartbeat lane is served ahead of the queue of other requests: nothing else rides it
+            raise protocol.ProtocolError("malformed", f"a {message.COMMAND} request marked as a heartbeat")
+        return message
+
+    def _reply(self, opened: _Opened, answer: Callable[[], protocol.Reply]) -> bytes:
+        """The sealed reply: what ``answer()`` returns, or the error load of what it raises."""
+        cmd, minion_id = opened.cmd, opened.minion_id
         reply: dict[str, Any]
         try:
-            message = protocol.parse_session_request(payload, minion_id)
-            if request.heartbeat and not isinstance(message, protocol.Heartbeat):
-                # the heartbeat lane is served ahead of the queue of other requests: nothing else rides it
-                raise protocol.ProtocolError("malformed", f"a {message.COMMAND} request marked as a heartbeat")
-            reply = self.handlers[type(message)](minion_id, message).to_wire()
+            reply = answer().to_wire()
         except protocol.ProtocolError as exc:
             if exc.reason == "unknown_command":
                 self.refusals.warning("aes:unknown", "refused command %r from minion %s (unknown_command)",
@@ -128,7 +189,7 @@ class Worker:
                 # Salt refuses a load whose id is not the authenticated one ("Request id mismatch"): a
                 # minion asking in another's name gets an error, never the other's data.
                 self.refusals.warning(f"aes:{cmd}:id_mismatch", "refused %s from minion %s (id_mismatch): naming "
-                                      "id %r", cmd, minion_id, str(payload.get("id"))[:64])
+                                      "id %r", cmd, minion_id, str(opened.payload.get("id"))[:64])
             else:
                 self.refusals.warning(f"aes:{cmd}:{exc.reason}", "refused %s from minion %s (%s): %s", cmd,
                                       minion_id, exc.reason, exc.message)
@@ -141,10 +202,17 @@ class Worker:
             self.refusals.exception(f"internal:{_command(cmd)}:{type(exc).__name__}",
                                     "%s from minion %s failed (internal_error)", _command(cmd), minion_id)
             reply = codec.error_load("internal_error", "the master could not process the request")
-        return self.ctx.channel.seal_reply(request, reply)
+        return self.ctx.channel.seal_reply(opened.request, reply)
 
     def close(self) -> None:
         self.ctx.close()
+
+
+def _raise(exc: Exception) -> Callable[[], protocol.Reply]:
+    """An answer that raises ``exc`` (a refusal decided before the reply is made)."""
+    def answer() -> protocol.Reply:
+        raise exc
+    return answer
 
 
 def _command(cmd: Any) -> str:
@@ -171,13 +239,13 @@ def run(opts: dict[str, Any], identity: Identity, index: int, stop: threading.Ev
     log.debug("worker %d ready", index)
     try:
         while not stop.is_set():
-            request = sock.recv(200)
-            if request is None:
+            requests = sock.recv_many(200)
+            if requests and not requests[0].rid:
+                sock.reply(requests[0], _clear(codec.error_load("malformed", "malformed request")))
                 continue
-            if not request.rid:
-                sock.reply(request, _clear(codec.error_load("malformed", "malformed request")))
-                continue
-            sock.reply(request, *worker.serve(request.peer, request.body))
+            for request, (reply, meta) in zip(requests, worker.serve_many([(r.peer, r.body) for r in requests]),
+                                              strict=True):
+                sock.reply(request, reply, meta)
     finally:
         worker.close()
         sock.close()

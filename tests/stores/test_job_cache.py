@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from runtime import jid as jid_mod
+from runtime.master.jobcache import ReturnRow
 from runtime.master.store import factory
 from tests.stores.conftest import in_processes, other_master
 
@@ -39,6 +40,25 @@ def test_a_jid_is_taken_once_and_the_first_return_wins(opts: dict[str, Any]) -> 
     assert jobs.add_return("20260101000000000002", "a", "test.ping", True, True, 0)
     assert not jobs.add_return("20260101000000000002", "a", "test.ping", False, False, 1)
     assert jobs.returns("20260101000000000002")["a"]["return"] is True
+    jobs.close()
+
+
+def test_several_returns_are_stored_at_once_and_each_replay_is_refused(opts: dict[str, Any]) -> None:
+    jobs = factory.open_job_cache(opts)
+    jid = "20260101000000000003"
+    assert jobs.add_job(jid, "test.ping", [], "*", "glob", "root", ["a", "b", "c", "d"])
+    assert jobs.add_return(jid, "a", "test.ping", True, True, 0)
+    batch = [ReturnRow(jid, "b", "test.ping", {"n": 1}, True, 0),
+             ReturnRow(jid, "a", "test.ping", "again", False, 1),     # a returned before
+             ReturnRow(jid, "c", "test.ping", [1, None], False, 2),
+             ReturnRow(jid, "b", "test.ping", "twice", False, 1)]    # b earlier in this batch
+    assert jobs.add_returns(batch) == [True, False, True, False]
+    assert jobs.add_returns([]) == []
+    assert jobs.add_returns([ReturnRow(jid, "d", "test.ping", True, True, 0)]) == [True]
+    assert jobs.returns(jid) == {"a": {"return": True, "success": True, "retcode": 0},
+                                 "b": {"return": {"n": 1}, "success": True, "retcode": 0},
+                                 "c": {"return": [1, None], "success": False, "retcode": 2},
+                                 "d": {"return": True, "success": True, "retcode": 0}}
     jobs.close()
 
 

@@ -292,3 +292,72 @@ def test_a_marked_heartbeat_is_served_ahead_of_the_queued_pillar_requests(ctx, m
     finally:
         for sock in socks:
             sock.close(linger=0)
+
+
+class BatchingMaster(Master):
+    """:class:`Master` whose workers take what the proxy hands them together (as MWorkers do) and
+    record how many requests came at once; a sealed request marked ``slow`` takes 0.2 s."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        self.handed: list[int] = []
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+
+    def serve(self, sock: WorkerSocket, request: WorkerRequest) -> None:
+        if session_id(request.body) is not None and codec.unpack(request.body)["load"]["ct"] == b"slow":
+            time.sleep(0.2)
+        super().serve(sock, request)
+
+    def _worker(self, ctx: zmq.Context, address: str) -> None:
+        sock = WorkerSocket(ctx, address)
+        while not self.stop.is_set():
+            requests = sock.recv_many(50)
+            if requests:
+                self.handed.append(len(requests))
+            for request in requests:
+                self.serve(sock, request)
+        sock.close()
+
+
+def test_a_backlog_of_minions_requests_is_handed_to_a_worker_several_at_once(ctx, tmp_path) -> None:
+    """Minions' requests waiting beyond the idle workers go to a worker together (up to
+    WORKER_BATCH_MAX; an MWorker stores their returns with one commit), each answered on its own
+    connection; other lanes' requests (hellos, here) are handed one at a time."""
+    from runtime.transport import WORKER_BATCH_MAX
+
+    sessions = {os.urandom(16): f"m{n:02d}" for n in range(40)}
+    master = BatchingMaster(ctx, str(tmp_path / "h"), 1, sessions)
+    socks = []
+    try:
+        socks = [introduce(ctx, master.endpoint, sid) for sid in sessions]
+        master.handed.clear()
+        first = socks[0]
+        first.send_multipart([b"", os.urandom(8), sealed(next(iter(sessions)), 1, b"slow")])
+        time.sleep(0.05)                  # the one worker is busy: the others wait in the proxy
+        rids = []
+        for sock, sid in zip(socks[1:], list(sessions)[1:], strict=True):
+            rids.append(os.urandom(8))
+            sock.send_multipart([b"", rids[-1], sealed(sid, 1, b"ret")])
+        for sock, rid in zip(socks[1:], rids, strict=True):
+            assert sock.poll(5000), "a minion's request went unanswered"
+            frames = sock.recv_multipart()
+            assert frames[1:] == [rid, b"ok"]
+        assert first.poll(5000)
+        assert master.handed[0] == 1 and max(master.handed) > 1, master.handed
+        assert max(master.handed) <= WORKER_BATCH_MAX and sum(master.handed) == 40, master.handed
+
+        master.handed.clear()
+        hello = codec.pack_envelope("clear", {"cmd": "_auth", "pad": b"x"})
+        first.send_multipart([b"", os.urandom(8), sealed(next(iter(sessions)), 2, b"slow")])
+        time.sleep(0.05)
+        for n in range(10):
+            socks[1].send_multipart([b"", b"hello%03d" % n, hello])
+        replies = []
+        while len(replies) < 10 and socks[1].poll(5000):
+            replies.append(socks[1].recv_multipart()[1])
+        assert sorted(replies) == [b"hello%03d" % n for n in range(10)]
+        assert first.poll(5000)
+        assert master.handed == [1] * 11, master.handed
+    finally:
+        for sock in socks:
+            sock.close(linger=0)
+        master.close()

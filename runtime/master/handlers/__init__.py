@@ -11,14 +11,16 @@ maps the ``runtime.protocol`` request classes it answers to its methods.
 
 A clear handler is called ``(peer, message)``, a session handler ``(minion_id, message)`` with
 the id bound to the session; each returns its request's reply class, or raises ``Refused``
-(answered with an error reply).  ``runtime.master.worker`` dispatches to them; tests fail when a
+(answered with an error reply).  ``_return`` has a second entry for the returns a worker is
+handed together (``JobHandlers.job_return_many``: one commit for all of them).  ``runtime.master.worker`` dispatches to them; tests fail when a
 request class has no handler, a handler no request class, or a public method is unclassified
 (tests/security/test_allowlist.py, tests/unit/test_protocol.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
@@ -36,16 +38,29 @@ HANDLER_CLASSES: tuple[type[KeyHandlers | JobHandlers | MinionDataHandlers | Eve
     KeyHandlers, JobHandlers, MinionDataHandlers, EventHandlers, FileHandlers)
 
 
-def handler_table(ctx: WorkerContext) -> Mapping[type[protocol.Request[Any]], Handler]:
-    """Request class -> bound handler, built only from the ``HANDLES`` tables (read-only)."""
+ReturnsHandler = Callable[[Sequence[tuple[str, protocol.JobReturn]]], list[Exception | None]]
+
+
+@dataclass(frozen=True)
+class HandlerTable:
+    single: Mapping[type[protocol.Request[Any]], Handler]   # request class -> bound handler (read-only)
+    returns: ReturnsHandler                                   # several minions' _return at once
+
+
+def handler_table(ctx: WorkerContext) -> HandlerTable:
+    """The bound handlers, built only from the ``HANDLES`` tables."""
     table: dict[type[protocol.Request[Any]], Handler] = {}
+    returns: ReturnsHandler | None = None
     for cls in HANDLER_CLASSES:
         handlers = cls(ctx)
         for request, name in cls.HANDLES.items():
             if request in table:
                 raise RuntimeError(f"{request.__name__} has two handlers")
             table[request] = getattr(handlers, name)
-    return MappingProxyType(table)
+        if isinstance(handlers, JobHandlers):
+            returns = handlers.job_return_many
+    assert returns is not None, "JobHandlers is one of HANDLER_CLASSES"
+    return HandlerTable(MappingProxyType(table), returns)
 
 
-__all__ = ["HANDLER_CLASSES", "Handler", "Refused", "WorkerContext", "handler_table"]
+__all__ = ["HANDLER_CLASSES", "Handler", "HandlerTable", "Refused", "ReturnsHandler", "WorkerContext", "handler_table"]

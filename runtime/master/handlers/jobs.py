@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, ClassVar
 
@@ -25,7 +25,7 @@ from runtime.master import acl as acl_mod
 from runtime.master import targeting
 from runtime.master.datacache import DataCache
 from runtime.master.handlers.context import Refused, WorkerContext
-from runtime.master.jobcache import JobCache
+from runtime.master.jobcache import JobCache, ReturnRow
 from runtime.master.keys import KeyStore
 from runtime.master.spool import ReturnSpool
 from runtime.master.store.errors import StoreUnavailable
@@ -44,7 +44,7 @@ class JobHandlers:
     })
     # public methods that are not request handlers
     NON_HANDLERS: ClassVar[frozenset[str]] = frozenset({"new_jid", "send_publication", "share_publication",
-                                                        "expected_minions"})
+                                                        "expected_minions", "job_return_many"})
 
     def __init__(self, ctx: WorkerContext) -> None:
         self.ctx = ctx
@@ -148,15 +148,29 @@ class JobHandlers:
 
     # -- minions ----------------------------------------------------------------------
     def job_return(self, minion_id: str, ret: protocol.JobReturn) -> protocol.Ok:
+        refused = self.job_return_many([(minion_id, ret)])[0]
+        if refused is not None:
+            raise refused
+        return protocol.Ok()
+
+    def job_return_many(self, returns: Sequence[tuple[str, protocol.JobReturn]]) -> list[Exception | None]:
+        """``_return`` for several minions' returns at once (a worker handed them together), stored
+        with one commit: for each, None (stored, or kept on this master while the job cache is
+        unreachable) or the exception its reply reports."""
         ctx = self.ctx
         try:
-            record_return(ctx.jobs, ctx.events, self._greedy_target, minion_id, ret, self._targeted)
+            return list(record_returns(ctx.jobs, ctx.events, self._greedy_target, returns, self._targeted))
         except StoreUnavailable as exc:
-            if not ctx.spool.keep(minion_id, ret):
-                raise
-            ctx.refusals.warning("aes:_return:spooled", "return of %s for %s kept on this master until the job "
-                                 "cache is back: %s", minion_id, ret.jid, exc.message)
-        return protocol.Ok()
+            unavailable = exc
+        outcome: list[Exception | None] = []
+        for minion_id, ret in returns:   # none was stored: each is kept here if the spool can
+            if ctx.spool.keep(minion_id, ret):
+                ctx.refusals.warning("aes:_return:spooled", "return of %s for %s kept on this master until the "
+                                     "job cache is back: %s", minion_id, ret.jid, unavailable.message)
+                outcome.append(None)
+            else:
+                outcome.append(unavailable)
+        return outcome
 
     def _greedy_target(self, job: dict[str, Any], minion_id: str) -> bool:
         return greedy_target(self.ctx.keys, self.ctx.data, self.ctx.opts, job, minion_id)
@@ -182,24 +196,45 @@ def record_return(jobs: JobCache, events: EventPusher, greedy: Callable[[dict[st
                   minion_id: str, ret: protocol.JobReturn, targeted: _TargetedCache | None = None) -> None:
     """Store a minion's return and fire ``salt/job/<jid>/ret/<id>``: only for a job sent to that
     minion (or one its own data made it match), and only the first return (``Refused`` else)."""
-    jid = ret.jid
-    cached = targeted.get(jid) if targeted is not None else None
-    if cached is None:
-        found = jobs.job(jid)
-        if found is None:
-            raise Refused("unknown_job", "no such job")
-        cached = targeted.put(jid, found) if targeted is not None else (found, frozenset(found["minions"]))
-    job, minions = cached
-    if minion_id not in minions and not greedy(job, minion_id):
-        raise Refused("not_targeted", f"job {jid} was not sent to {minion_id}")
-    fun = ret.fun if ret.fun is not None else job["fun"]
-    if not jobs.add_return(jid, minion_id, fun, ret.ret, ret.success, ret.retcode):
-        raise Refused("duplicate", f"{minion_id} already returned for {jid}")
-    event = {"cmd": "_return", "id": minion_id, "jid": jid, "fun": fun, "fun_args": job["arg"],
-             "return": ret.ret, "retcode": ret.retcode, "success": ret.success}
-    if ret.out is not None:
-        event["out"] = ret.out
-    events.fire(f"salt/job/{jid}/ret/{minion_id}", event)
+    refused = record_returns(jobs, events, greedy, [(minion_id, ret)], targeted)[0]
+    if refused is not None:
+        raise refused
+
+
+def record_returns(jobs: JobCache, events: EventPusher, greedy: Callable[[dict[str, Any], str], bool],
+                   returns: Sequence[tuple[str, protocol.JobReturn]],
+                   targeted: _TargetedCache | None = None) -> list[Refused | None]:
+    """:func:`record_return` for several returns, stored with one transaction: for each, None
+    (stored, its event fired) or why it was refused.  Raises what the job cache raises (then
+    none of them was stored)."""
+    outcome: list[Refused | None] = [None] * len(returns)
+    rows: list[tuple[int, ReturnRow, protocol.JobReturn, dict[str, Any]]] = []
+    for index, (minion_id, ret) in enumerate(returns):
+        jid = ret.jid
+        cached = targeted.get(jid) if targeted is not None else None
+        if cached is None:
+            found = jobs.job(jid)
+            if found is None:
+                outcome[index] = Refused("unknown_job", "no such job")
+                continue
+            cached = targeted.put(jid, found) if targeted is not None else (found, frozenset(found["minions"]))
+        job, minions = cached
+        if minion_id not in minions and not greedy(job, minion_id):
+            outcome[index] = Refused("not_targeted", f"job {jid} was not sent to {minion_id}")
+            continue
+        fun = ret.fun if ret.fun is not None else job["fun"]
+        rows.append((index, ReturnRow(jid, minion_id, fun, ret.ret, ret.success, ret.retcode), ret, job))
+    stored = jobs.add_returns([row for _, row, _, _ in rows]) if rows else []
+    for (index, row, ret, job), new in zip(rows, stored, strict=True):
+        if not new:
+            outcome[index] = Refused("duplicate", f"{row.minion} already returned for {row.jid}")
+            continue
+        event = {"cmd": "_return", "id": row.minion, "jid": row.jid, "fun": row.fun, "fun_args": job["arg"],
+                 "return": ret.ret, "retcode": ret.retcode, "success": ret.success}
+        if ret.out is not None:
+            event["out"] = ret.out
+        events.fire(f"salt/job/{row.jid}/ret/{row.minion}", event)
+    return outcome
 
 
 def drain_spool(spool: ReturnSpool, jobs: JobCache, events: EventPusher,

@@ -226,11 +226,19 @@ class PgDatabase:
         that connection died after PostgreSQL committed it, the repeat finds the row.  ``again``:
         the statement sent on that second try instead (same parameters), for a write whose repeat
         must not undo what others wrote meanwhile (an upsert that leaves a newer row alone)."""
+        return self._send(sql, params, again, lambda cur: int(cur.rowcount))
+
+    def write_returning(self, sql: str, params: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:
+        """As :meth:`write`, for a statement with ``RETURNING``: the rows it returned."""
+        return self._send(sql, params, None, lambda cur: list(cur.fetchall()))
+
+    def _send(self, sql: str, params: tuple[object, ...], again: str | None,
+              take: Callable[[Any], T]) -> T:
         psycopg = self._psycopg
         for attempt in (1, 2):
             conn, reused = self._checkout()
             try:
-                return int(conn.execute(sql if attempt == 1 or again is None else again, params).rowcount)
+                return take(conn.execute(sql if attempt == 1 or again is None else again, params))
             except psycopg.Error as exc:
                 if attempt == 1 and reused and (conn.closed or conn.broken):
                     continue

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from runtime.master import jsonsafe
+from runtime.master.jobcache import ReturnRow, first_of_each
 from runtime.master.store.pg import PgDatabase
 
 if TYPE_CHECKING:
@@ -45,12 +46,26 @@ class PgJobCache:
             "ON CONFLICT (jid) DO NOTHING", params).rowcount == 1)
 
     def add_return(self, jid: str, minion: str, fun: str, ret: Any, success: bool, retcode: int) -> bool:
-        # one statement in autocommit (PgDatabase.write): sent again on a dead pooled connection, where
-        # a first send PostgreSQL committed makes it "duplicate", as a minion's own resend would
-        params = (jid, minion, fun, jsonsafe.dumps(ret), bool(success), int(retcode), time.time(), self.master_id)
-        return self.db.write("INSERT INTO saltpan_job_returns (jid, minion, fun, ret, success, retcode, received, "
-                             "master_id) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (jid, minion) DO NOTHING",
-                             params) == 1
+        return self.add_returns([ReturnRow(jid, minion, fun, ret, success, retcode)])[0]
+
+    def add_returns(self, rows: Sequence[ReturnRow]) -> list[bool]:
+        # one statement in autocommit (PgDatabase.write_returning: its rows are stored together, with
+        # one commit): sent again on a dead pooled connection, where a first send PostgreSQL committed
+        # makes them "duplicate", as a minion's own resend would.  One text for any number of rows
+        # (arrays), so that PostgreSQL plans it once per connection.
+        firsts, marks = first_of_each(rows)
+        if not firsts:
+            return marks
+        stored = {(jid, minion) for jid, minion in self.db.write_returning(
+            "INSERT INTO saltpan_job_returns (jid, minion, fun, ret, success, retcode, received, master_id) "
+            "SELECT jid, minion, fun, ret, success, retcode, %s, %s FROM unnest("
+            "%s::text[], %s::text[], %s::text[], %s::text[], %s::boolean[], %s::integer[]) "
+            "AS r (jid, minion, fun, ret, success, retcode) "
+            "ON CONFLICT (jid, minion) DO NOTHING RETURNING jid, minion",
+            (time.time(), self.master_id, [r.jid for r in firsts], [r.minion for r in firsts], [r.fun for r in firsts],
+             [jsonsafe.dumps(r.ret) for r in firsts], [bool(r.success) for r in firsts],
+             [int(r.retcode) for r in firsts]))}
+        return [mark and (row.jid, row.minion) in stored for mark, row in zip(marks, rows, strict=True)]
 
     def job(self, jid: str) -> dict[str, Any] | None:
         row = self.db.run(lambda c: c.execute(f"SELECT {_JOB_COLUMNS} FROM saltpan_jobs WHERE jid = %s",

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from runtime.master import jsonsafe
+from runtime.master.jobcache import ReturnRow, first_of_each
 from runtime.master.store.sqlite_db import Migration, open_cache_db
 
 DB_NAME = "jobs.sqlite"
@@ -57,10 +58,26 @@ class SQLiteJobCache:
         return cur.rowcount == 1
 
     def add_return(self, jid: str, minion: str, fun: str, ret: Any, success: bool, retcode: int) -> bool:
-        cur = self._db.execute("INSERT INTO returns VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (jid, minion) DO NOTHING",
-                               (jid, minion, fun, jsonsafe.dumps(ret), int(bool(success)), int(retcode),
-                                time.time()))
-        return cur.rowcount == 1
+        return self.add_returns([ReturnRow(jid, minion, fun, ret, success, retcode)])[0]
+
+    def add_returns(self, rows: Sequence[ReturnRow]) -> list[bool]:
+        firsts, marks = first_of_each(rows)
+        now = time.time()
+        values = [(r.jid, r.minion, r.fun, jsonsafe.dumps(r.ret), int(bool(r.success)), int(r.retcode), now)
+                  for r in firsts]
+        sql = "INSERT INTO returns VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (jid, minion) DO NOTHING"
+        if len(values) == 1:     # a statement of its own is its own transaction
+            stored = [self._db.execute(sql, values[0]).rowcount == 1]
+        else:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                stored = [self._db.execute(sql, v).rowcount == 1 for v in values]
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        inserted = iter(stored)
+        return [mark and next(inserted) for mark in marks]
 
     def job(self, jid: str) -> dict[str, Any] | None:
         row = self._db.execute("SELECT jid, fun, arg, tgt, tgt_type, user, minions, created FROM jobs WHERE jid=?",
