@@ -89,7 +89,13 @@ def test_claimed_nonces_outlive_a_restart(opts: dict[str, Any]) -> None:
 def test_a_nonce_replayed_to_many_processes_and_masters_wins_once(opts: dict[str, Any], tmp_path: Path) -> None:
     nonce = os.urandom(32)
     for master in ("m0", "m1"):
-        factory.open_session_store(other_master(opts, tmp_path, master)).reset()
+        # closed before the processes fork: a SQLite connection open in the parent at fork time makes
+        # the children's own connections to that file share its lock bookkeeping, so two of them could
+        # both take the write lock (SQLite: never carry a connection across fork); the store left to the
+        # garbage collector was open at fork time in some runs, and one master claimed the nonce twice
+        store = factory.open_session_store(other_master(opts, tmp_path, master))
+        store.reset()
+        store.close()
 
     def claim(i: int) -> bool:
         store = factory.open_session_store(other_master(opts, tmp_path, f"m{i % 2}"))
