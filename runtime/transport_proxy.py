@@ -329,7 +329,7 @@ class RequestProxy:
         pending = None
         entry = self.busy.get(worker)
         if entry is not None:
-            taken = entry.answered(rid.bytes)
+            taken = entry.answered(client.bytes, rid.bytes)
             if taken is not None:
                 # its time at the worker: the requests handed together share the time until the first reply
                 # (a worker answers them once it has served all)
@@ -457,10 +457,10 @@ class _Handed:
         self.size = len(waiting)
         self._share: float | None = None
 
-    def answered(self, rid: bytes) -> Taken[_Pending] | None:
+    def answered(self, client: bytes, rid: bytes) -> Taken[_Pending] | None:
         """Take the request a reply answers (replies come in order: nearly always the first)."""
         for index, taken in enumerate(self.waiting):
-            if taken.item.rid == rid:
+            if taken.item.rid == rid and taken.item.client == client:
                 return self.waiting.pop(index)
         return None
 

@@ -99,7 +99,7 @@ class Worker:
             meta = encode_meta(opened.request.session.sid, opened.minion_id)
             try:
                 message = self._message(opened)
-            except protocol.ProtocolError as exc:
+            except Exception as exc:  # noqa: BLE001 - answered (and logged) as the handler's own failures are
                 out.append((self._reply(opened, _raise(exc)), meta))
                 continue
             if isinstance(message, protocol.JobReturn):
