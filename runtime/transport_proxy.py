@@ -360,11 +360,7 @@ class RequestProxy:
                                   self.conns.over_unread)
             if taken is None:
                 return
-            pending = taken.item
-            if pending.conn is not None and not self.conns.alive(pending.conn, pending.serial):
-                # nobody to answer: a flood's backlog must not keep the workers busy after it left
-                self.stats.dropped_gone += 1
-                self.fair.done(taken, 0.0, now)
+            if self._gone(taken, now):
                 continue
             worker, _ = self.ready.popitem(last=False)
             handed = [taken, *self._more_for_one_worker(taken, now)]
@@ -388,6 +384,16 @@ class RequestProxy:
                 for one in self.busy.pop(worker).waiting:
                     self.fair.done(one, 0.0, self.clock())
 
+    def _gone(self, taken: Taken[_Pending], now: float) -> bool:
+        """Whether the connection ``taken`` came on closed: then it is dropped unanswered (nobody to
+        answer: a flood's backlog must not keep the workers busy after it left)."""
+        pending = taken.item
+        if pending.conn is None or self.conns.alive(pending.conn, pending.serial):
+            return False
+        self.stats.dropped_gone += 1
+        self.fair.done(taken, 0.0, now)
+        return True
+
     def _more_for_one_worker(self, first: Taken[_Pending], now: float) -> list[Taken[_Pending]]:
         """Requests handed to a worker with ``first``: minions' requests (the session lane: their
         returns are stored together) while more wait than the idle workers left can take, up to
@@ -403,10 +409,7 @@ class RequestProxy:
                                        self.conns.over_unread)
             if taken is None:
                 break
-            pending = taken.item
-            if pending.conn is not None and not self.conns.alive(pending.conn, pending.serial):
-                self.stats.dropped_gone += 1
-                self.fair.done(taken, 0.0, now)
+            if self._gone(taken, now):
                 continue
             more.append(taken)
             work += taken.flow.cost
