@@ -12,9 +12,10 @@ maps the ``runtime.protocol`` request classes it answers to its methods.
 A clear handler is called ``(peer, message)``, a session handler ``(minion_id, message)`` with
 the id bound to the session; each returns its request's reply class, or raises ``Refused``
 (answered with an error reply).  ``_return`` has a second entry for the returns a worker is
-handed together (``JobHandlers.job_return_many``: one commit for all of them).  ``runtime.master.worker`` dispatches to them; tests fail when a
-request class has no handler, a handler no request class, or a public method is unclassified
-(tests/security/test_allowlist.py, tests/unit/test_protocol.py).
+handed together (``JobHandlers.job_return_many``: one commit for all of them).
+``runtime.master.worker`` dispatches to them; tests fail when a request class has no handler, a
+handler no request class, or a public method is unclassified (tests/security/test_allowlist.py,
+tests/unit/test_protocol.py).
 """
 
 from __future__ import annotations

@@ -62,6 +62,8 @@ class SQLiteJobCache:
 
     def add_returns(self, rows: Sequence[ReturnRow]) -> list[bool]:
         firsts, marks = first_of_each(rows)
+        if not firsts:
+            return marks
         now = time.time()
         values = [(r.jid, r.minion, r.fun, jsonsafe.dumps(r.ret), int(bool(r.success)), int(r.retcode), now)
                   for r in firsts]
