@@ -71,6 +71,15 @@ def set_process_name(name: str) -> None:
         pass
 
 
+def publisher_socket(ctx: zmq.Context) -> zmq.Socket:
+    """The Publisher's XPUB: the subscriptions of (re)connecting minions reach it, each one, and so
+    do the unsubscriptions of closed connections (VERBOSER): they make the boot announcement due,
+    and pace it by the subscribers (runtime/master/announcer.py)."""
+    pub = transport.make_socket(ctx, zmq.XPUB, transport.SocketLimits(sndhwm=100_000))
+    pub.setsockopt(zmq.XPUB_VERBOSER, 1)
+    return pub
+
+
 def publisher_main(opts: dict[str, Any], identity: Identity) -> None:
     stop = _child_setup(opts, "Publisher")
     from runtime.crypt.announce import ANNOUNCE_TOPIC
@@ -83,10 +92,7 @@ def publisher_main(opts: dict[str, Any], identity: Identity) -> None:
     ctx = zmq.Context()
     pull = transport.make_socket(ctx, zmq.PULL)
     transport.bind(pull, transport.ipc_address(opts["sock_dir"], worker_mod.PUBLISH_PULL))
-    # XPUB: the subscriptions of (re)connecting minions reach us, each one (VERBOSE), and make the
-    # boot announcement due (runtime/master/announcer.py)
-    pub = transport.make_socket(ctx, zmq.XPUB, transport.SocketLimits(sndhwm=100_000))
-    pub.setsockopt(zmq.XPUB_VERBOSE, 1)
+    pub = publisher_socket(ctx)
     transport.bind(pub, transport.tcp_address(opts["interface"], int(opts["publish_port"])))
     poller = zmq.Poller()
     poller.register(pull, zmq.POLLIN)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 import zmq
 import zmq.asyncio
@@ -9,6 +11,7 @@ import zmq.asyncio
 from runtime import codec
 from runtime.crypt import aead
 from runtime.crypt.announce import (
+    ANNOUNCE_TOPIC,
     MAX_SPREAD_S,
     Announcement,
     AnnouncementRefused,
@@ -18,7 +21,15 @@ from runtime.crypt.announce import (
 )
 from runtime.crypt.handshake import now_ms
 from runtime.crypt.identity import Identity
-from runtime.master.announcer import MIN_GAP_S, Announcer, admission_rate, count_accepted
+from runtime.master.announcer import (
+    COPIES_PER_S,
+    MAX_GAP_S,
+    MIN_GAP_S,
+    Announcer,
+    admission_rate,
+    count_accepted,
+)
+from runtime.master.daemon import publisher_socket
 from runtime.minion.watch import MasterWatch
 
 
@@ -171,6 +182,67 @@ def test_announcer_paces_announcements_and_counts_the_fleet(tmp_path) -> None:
         (tmp_path / "minions" / name).write_text("k")
     assert count_accepted(str(tmp_path)) == 2
     assert count_accepted(str(tmp_path / "missing")) == 0
+
+
+def test_many_subscribers_get_announcements_further_apart() -> None:
+    clock = [100.0]
+    announcer = Announcer(Identity.generate(), 1_234, 800.0, lambda: 0, clock=lambda: clock[0])
+    assert announcer.take() is not None
+    sent = copies = 0
+    for _ in range(200):                                 # ten seconds of subscribers arriving, 50 each 50 ms
+        for _ in range(50):
+            announcer.note_subscription(b"\x01master")
+        announcer.note_subscription(b"\x01all")        # job topics are not counted
+        clock[0] += MIN_GAP_S
+        if announcer.take() is not None:
+            sent += 1
+            copies += announcer.subscribers
+    assert announcer.subscribers == 10_000
+    assert announcer.gap() == 10_000 / COPIES_PER_S
+    assert sent >= 10 / MAX_GAP_S, sent                  # still one at least every MAX_GAP_S
+    assert copies <= 10 * COPIES_PER_S, copies           # 1,000,000 copies with a fixed MIN_GAP_S
+    for _ in range(9_990):                               # their connections close
+        announcer.note_subscription(b"\x00master")
+    assert announcer.subscribers == 10 and announcer.gap() == MIN_GAP_S
+    for _ in range(20):
+        announcer.note_subscription(b"\x00master")
+    assert announcer.subscribers == 0
+    announcer.subscribers = 10**9
+    assert announcer.gap() == MAX_GAP_S
+
+
+def test_the_publishers_socket_counts_subscribers_that_come_and_go() -> None:
+    """On the Publisher's real socket: each subscriber's subscription arrives, and its
+    unsubscription when its connection closes, so the announcer's count follows the subscribers."""
+    ctx = zmq.Context()
+    pub = publisher_socket(ctx)
+    subs: list[zmq.Socket] = []
+    try:
+        port = pub.bind_to_random_port("tcp://127.0.0.1")
+        announcer = Announcer(Identity.generate(), 1_234, 800.0, lambda: 0)
+
+        def drain(until: int) -> None:
+            deadline = time.monotonic() + 10
+            while announcer.subscribers != until and time.monotonic() < deadline:
+                if pub.poll(100):
+                    announcer.note_subscription(pub.recv())
+
+        for _ in range(3):
+            sub = ctx.socket(zmq.SUB)
+            sub.setsockopt(zmq.SUBSCRIBE, ANNOUNCE_TOPIC)
+            sub.setsockopt(zmq.SUBSCRIBE, b"all")
+            sub.connect(f"tcp://127.0.0.1:{port}")
+            subs.append(sub)
+        drain(3)
+        assert announcer.subscribers == 3
+        subs.pop().close(linger=0)
+        drain(2)
+        assert announcer.subscribers == 2
+    finally:
+        for sub in subs:
+            sub.close(linger=0)
+        pub.close(linger=0)
+        ctx.term()
 
 
 def test_admission_rate_follows_workers_and_config() -> None:
