@@ -3,8 +3,9 @@
 Every session heartbeats, and each heartbeat is a sealed request a worker answers with a write to
 the session table (the replay window).  At the default 5 s, 10,000 minions would send 2,000
 heartbeats a second, more than two cores answer besides the jobs.  The master therefore tells a
-minion, when its session opens, a period of at least ``sessions / heartbeat_max_rate`` seconds,
-so that the fleet's heartbeats stay near ``heartbeat_max_rate`` a second in all; presence
+minion, when its session opens and in every heartbeat reply, a period of at least
+``sessions / heartbeat_max_rate`` seconds, so that the fleet's heartbeats stay near
+``heartbeat_max_rate`` a second in all; presence
 (``runtime.master.maintenance``) waits three of those periods before calling a minion gone.
 """
 

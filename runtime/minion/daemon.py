@@ -491,6 +491,8 @@ class Minion:
                 wait = min(session.heartbeat, max(0.2, alive / 4)) * (0.5 + random.random())
                 continue
             answered = time.monotonic()
+            session.adopt_period(reply.heartbeat)
+            wait = session.heartbeat
             if reply.publish_key is not None:
                 self.receiver.update_key(PublishKey(reply.epoch, reply.publish_key, 0))
 

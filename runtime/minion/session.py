@@ -105,6 +105,13 @@ class Backoff:
         return (rng or random).uniform(0, self.value)
 
 
+MAX_HEARTBEAT_S = 3600.0   # whatever a master says, a minion heartbeats at least hourly
+
+
+def _bounded_period(seconds: float) -> float:
+    return min(MAX_HEARTBEAT_S, max(0.05, float(seconds)))
+
+
 class Session:
     """An authenticated channel to the master's request server."""
 
@@ -117,10 +124,17 @@ class Session:
         self.request_timeout = request_timeout
         self.request_tries = request_tries
         self.mark_heartbeats = True     # until a master from before the mark refuses a marked header
+        self._period = _bounded_period(self.grant.heartbeat_s)
 
     @property
     def heartbeat(self) -> float:
-        return max(0.05, float(self.grant.heartbeat_s))
+        """Seconds between heartbeats: the auth grant's, then the last heartbeat reply's."""
+        return self._period
+
+    def adopt_period(self, seconds: float) -> None:
+        """The period the master asks for in a heartbeat reply: it grows with the master's fleet
+        (runtime/master/heartbeats.py), so minions of a storm's first seconds slow down with it."""
+        self._period = _bounded_period(seconds)
 
     async def request(self, message: protocol.SessionRequest[R], timeout: float | None = None,
                       tries: int | None = None) -> R:

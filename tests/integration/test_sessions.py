@@ -112,3 +112,48 @@ def test_deleted_key_cuts_the_minion_off(sessions_cluster: Cluster) -> None:
     finally:
         sniffer.close()
         rogue.close()
+
+
+@pytest.mark.slow
+def test_a_minion_slows_its_heartbeats_as_the_masters_fleet_grows(tmp_path: Path) -> None:
+    """The master asks for longer heartbeat periods as its sessions grow (one heartbeat a second in
+    all here, ``heartbeat_max_rate: 1``); a minion authenticated when the fleet was one minion
+    takes the longer period from its heartbeat replies, as minions authenticated later get it in
+    their grant (10,000 minions launched at once sent 740 heartbeats a second otherwise, not 200)."""
+    from runtime.master.store import factory
+
+    write_trees(tmp_path)
+    cl = Cluster(tmp_path, master_opts={"heartbeat_period": 0.3, "heartbeat_max_rate": 1.0, "auto_accept": True})
+    later = ["h2", "h3", "h4", "h5"]
+    for minion_id in ["h1", *later]:
+        cl.add_minion(minion_id)
+    store = None
+    try:
+        cl.start_master()
+        cl.start_minions("h1")
+        cl.wait_ping(["h1"], timeout=30)
+        store = factory.open_session_store(cl.opts())
+
+        def beats(seconds: float) -> list[float]:
+            """The gaps between h1's requests (only heartbeats: it runs no job) over ``seconds``."""
+            seen: list[int] = []
+            deadline = time.monotonic() + seconds
+            while time.monotonic() < deadline:
+                value = store.last_seen().get("h1")
+                if value is not None and (not seen or value != seen[-1]):
+                    seen.append(value)
+                time.sleep(0.05)
+            return [(b - a) / 1000 for a, b in zip(seen, seen[1:], strict=False)]
+
+        alone = beats(4.0)
+        assert alone and max(alone) < 2.0, alone                 # 1 session: max(0.3, 1 / 1) s
+        cl.start_minions(*later)
+        cl.wait_ping(["h1", *later], timeout=30)
+        time.sleep(2 * 1.0 + 1.0)                                # h1's next reply tells it 5 s
+        grown = beats(16.0)
+        print(f"h1's heartbeat gaps alone {alone}, then {grown}")
+        assert grown and min(grown[-2:]) >= 4.0, grown           # 5 sessions: 5 s
+    finally:
+        if store is not None:
+            store.close()
+        cl.stop()

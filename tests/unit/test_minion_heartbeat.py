@@ -58,6 +58,9 @@ class HeartbeatSession:
             raise RemoteRefusal("master refused the request: request refused", step)
         return protocol.HeartbeatReply(now=0, heartbeat=self.heartbeat, epoch=1, publish_key=None)
 
+    def adopt_period(self, seconds: float) -> None:
+        self.heartbeat = seconds
+
 
 def make_minion(tmp_path: Path, alive: float) -> Minion:
     opts = {"id": "hb1", "pki_dir": str(tmp_path / "pki"), "cachedir": str(tmp_path / "cache"),
