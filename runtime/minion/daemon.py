@@ -58,7 +58,6 @@ if TYPE_CHECKING:
     from compiler.roots import FileSource
     from runtime.minion.remote import RemoteFiles
     from runtime.modules import ModuleEnv
-    from runtime.transport_async import AsyncRequestClient
 
 log = logging.getLogger("saltpan.minion")
 
@@ -158,7 +157,6 @@ class Minion:
     async def session_loop(self, stop: asyncio.Event) -> None:
         watch: MasterWatch | None = None
         ready: Session | None = None        # opened by a failback probe: used instead of a new hello
-        spare: AsyncRequestClient | None = None   # the connection of a hello refused as busy: the next hello's
         busy_streak = 0
         try:
             while not stop.is_set():
@@ -170,10 +168,9 @@ class Minion:
                 if ready is None:
                     if await self.pause(watch, stop):
                         break
-                    client, spare = spare, None
                     try:
                         session = await authenticate(master.ret_address, self.identity, self.id, self.trust,
-                                                     self.opts, stop, self.ctx, self.prefix, client)
+                                                     self.opts, stop, self.ctx, self.prefix)
                     except KeyNotAccepted as exc:
                         self.refusals.warning(f"auth:{exc}", "%s%s", self.prefix, exc)
                         self.backoff.failed()
@@ -189,7 +186,6 @@ class Minion:
                         # the master admits hellos at the rate its workers sustain: come back within
                         # the window it announced (a few times; then the backoff paces us)
                         busy_streak += 1
-                        spare = exc.client
                         self.refusals.warning("session:busy", "%s%s", self.prefix, exc)
                         if busy_streak <= 3:
                             self.reauth_delay = random.uniform(0, max(self.spread_s, self.backoff.initial))
@@ -247,8 +243,6 @@ class Minion:
                 watch.close()
             if ready is not None:
                 ready.close()
-            if spare is not None:
-                spare.close()
 
     async def pause(self, watch: MasterWatch, stop: asyncio.Event) -> bool:
         """Wait before the next hello: the delay drawn after a restart announcement, or else the
@@ -376,10 +370,6 @@ class Minion:
             try:
                 probe = await authenticate(top.ret_address, self.identity, self.id, self.trust, self.opts, stop,
                                            self.ctx, self.prefix)
-            except MasterBusy as exc:
-                exc.client.close()
-                log.debug("%sfirst master %s busy: %s", self.prefix, top, exc)
-                continue
             except SessionError as exc:
                 log.debug("%sfirst master %s not back yet: %s", self.prefix, top, exc)
                 continue

@@ -49,14 +49,7 @@ class MasterUnreachable(SessionError):
 
 class MasterBusy(SessionError):
     """The master's request server refused the hello for now (``busy``, ``rate_limited``): try
-    again within the re-authentication window, without growing the backoff.  ``client`` is the
-    connection the refusal came on, still open: the caller sends its next hello on it (10,000
-    minions launched at once were refused 24,000 times, each a TCP connection opened and closed on
-    both sides) or closes it."""
-
-    def __init__(self, message: str, client: AsyncRequestClient) -> None:
-        super().__init__(message)
-        self.client = client
+    again within the re-authentication window, without growing the backoff."""
 
 
 class MasterRestarted(SessionError):
@@ -187,15 +180,10 @@ class Session:
 
 
 async def authenticate(address: str, identity: Identity, minion_id: str, trust: MasterTrust, opts: dict[str, Any],
-                       stop: asyncio.Event, ctx: Any = None, log_prefix: str = "",
-                       client: AsyncRequestClient | None = None) -> Session:
-    """Authenticate until accepted; raises SessionError on refusal or silence.  ``client``: the
-    connection of a hello refused as busy (:class:`MasterBusy`), to the same address."""
-    if client is None or client.address != address:
-        if client is not None:
-            client.close()
-        client = AsyncRequestClient(address, ctx=ctx, timeout=option(opts, "auth_timeout", float),
-                                    tries=option(opts, "auth_tries", int))
+                       stop: asyncio.Event, ctx: Any = None, log_prefix: str = "") -> Session:
+    """Authenticate until accepted; raises SessionError on refusal or silence."""
+    timeout = option(opts, "auth_timeout", float)
+    client = AsyncRequestClient(address, ctx=ctx, timeout=timeout, tries=option(opts, "auth_tries", int))
     offset = 0
     wait = option(opts, "acceptance_wait_time", float)
     wait_max = option(opts, "acceptance_wait_time_max", float) or wait
@@ -212,7 +200,7 @@ async def authenticate(address: str, identity: Identity, minion_id: str, trust: 
                 refusal = envelope.load.get("error")
                 if isinstance(refusal, dict) and refusal.get("reason") in BUSY_REASONS:
                     # unsigned, so possibly forged: it only makes us wait, as a dropped packet would
-                    raise MasterBusy(f"the master at {address} is busy ({refusal.get('reason')})", client)
+                    raise MasterBusy(f"the master at {address} is busy ({refusal.get('reason')})")
                 result = finish_auth(attempt, envelope.load, trust)
             except AuthReplyError as exc:
                 raise SessionError(f"auth reply refused: {exc}") from None
@@ -239,8 +227,6 @@ async def authenticate(address: str, identity: Identity, minion_id: str, trust: 
             raise KeyNotAccepted(f"master answered {result.outcome}" + (f" ({result.reason})" if result.reason
                                                                         else ""), result.outcome)
         raise SessionError("stopping")
-    except MasterBusy:
-        raise                 # its connection stays open for the caller's next hello
     except BaseException:
         client.close()
         raise
