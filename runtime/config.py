@@ -307,6 +307,10 @@ OPTIONS: dict[str, Option] = {
                                 "requests; local clients' publish/job_returns are not charged to it).", unit="per second", salt=SALTPAN_ONLY),
     "clear_burst_per_peer": Option(400.0, "num", "master", "Burst allowed above clear_rate_per_peer.", salt=SALTPAN_ONLY),
     "clear_burst_global": Option(4000.0, "num", "master", "Burst allowed above clear_rate_global.", salt=SALTPAN_ONLY),
+    "zmq_backlog": Option(1000, "int", "master",
+                          "Connections the kernel queues on publish_port and ret_port until the master accepts them "
+                          "(listen backlog; at most net.core.somaxconn). A fleet connecting at once beyond it waits "
+                          "for its connection attempts to be retried, 1, 3, 7, 15 s later."),
     "max_open_files": Option(100000, "int", "master",
                              "The master raises its open-files limit (soft) to this at start, at most to the hard "
                              "limit (logged when the hard limit is lower): each minion holds a connection to ret_port."),

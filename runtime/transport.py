@@ -67,6 +67,7 @@ class SocketLimits:
     keepalive_count: int = 5
     reconnect_ivl_ms: int = 100
     reconnect_ivl_max_ms: int = 5000
+    backlog: int = 100                         # ZMQ_BACKLOG (listen queue of a bound socket), libzmq's default
 
 
 DEFAULT_LIMITS = SocketLimits()
@@ -89,6 +90,7 @@ def make_socket(ctx: zmq.Context, kind: int, limits: SocketLimits = DEFAULT_LIMI
     sock.setsockopt(zmq.TCP_KEEPALIVE_CNT, limits.keepalive_count)
     sock.setsockopt(zmq.RECONNECT_IVL, limits.reconnect_ivl_ms)
     sock.setsockopt(zmq.RECONNECT_IVL_MAX, limits.reconnect_ivl_max_ms)
+    sock.setsockopt(zmq.BACKLOG, limits.backlog)
     return sock
 
 

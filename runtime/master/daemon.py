@@ -71,11 +71,11 @@ def set_process_name(name: str) -> None:
         pass
 
 
-def publisher_socket(ctx: zmq.Context) -> zmq.Socket:
+def publisher_socket(ctx: zmq.Context, backlog: int = transport.DEFAULT_LIMITS.backlog) -> zmq.Socket:
     """The Publisher's XPUB: the subscriptions of (re)connecting minions reach it, each one, and so
     do the unsubscriptions of closed connections (VERBOSER): they make the boot announcement due,
     and pace it by the subscribers (runtime/master/announcer.py)."""
-    pub = transport.make_socket(ctx, zmq.XPUB, transport.SocketLimits(sndhwm=100_000))
+    pub = transport.make_socket(ctx, zmq.XPUB, transport.SocketLimits(sndhwm=100_000, backlog=backlog))
     pub.setsockopt(zmq.XPUB_VERBOSER, 1)
     return pub
 
@@ -92,7 +92,7 @@ def publisher_main(opts: dict[str, Any], identity: Identity) -> None:
     ctx = zmq.Context()
     pull = transport.make_socket(ctx, zmq.PULL)
     transport.bind(pull, transport.ipc_address(opts["sock_dir"], worker_mod.PUBLISH_PULL))
-    pub = publisher_socket(ctx)
+    pub = publisher_socket(ctx, option(opts, "zmq_backlog", int))
     transport.bind(pub, transport.tcp_address(opts["interface"], int(opts["publish_port"])))
     poller = zmq.Poller()
     poller.register(pull, zmq.POLLIN)
@@ -133,7 +133,8 @@ def req_server_main(opts: dict[str, Any]) -> None:
     transport_proxy.return_large_buffers_to_os()   # before libzmq's threads make their arenas
     ctx = zmq.Context()
     limits = transport.SocketLimits(max_message_size=option(opts, "max_message_size", int))
-    front_limits = dataclasses.replace(limits, rcvhwm=transport_proxy.FRONTEND_RCVHWM)
+    front_limits = dataclasses.replace(limits, rcvhwm=transport_proxy.FRONTEND_RCVHWM,
+                                       backlog=option(opts, "zmq_backlog", int))
     front = transport.make_socket(ctx, zmq.ROUTER, front_limits)
     transport.bind(front, transport.tcp_address(opts["interface"], int(opts["ret_port"])))
     back = transport.make_socket(ctx, zmq.ROUTER, limits)
