@@ -29,6 +29,28 @@ def test_socket_bounds(ctx):
     sock.close()
 
 
+def test_a_bound_socket_listens_with_its_backlog(ctx):
+    """The kernel's listen queue of a bound TCP socket is ``backlog`` (zmq_backlog on the master's
+    ports): ``ss`` shows it as the listening socket's Send-Q (where iproute2 is installed)."""
+    import shutil
+    import subprocess
+
+    with open("/proc/sys/net/core/somaxconn") as fh:
+        cap = int(fh.read())
+    sock = make_socket(ctx, zmq.ROUTER, SocketLimits(backlog=700))
+    try:
+        port = bound_port(bind(sock, tcp_address("127.0.0.1", 0)))
+        assert sock.getsockopt(zmq.BACKLOG) == 700
+        if shutil.which("ss") is None:
+            return
+        lines = subprocess.run(["ss", "-Hltn", f"sport = :{port}"], capture_output=True, text=True,
+                               check=True).stdout.split("\n")
+        listening = [line.split() for line in lines if line.strip()]
+        assert listening and int(listening[0][2]) == min(700, cap), listening
+    finally:
+        sock.close()
+
+
 def test_tcp_address_validation():
     assert tcp_address("127.0.0.1", 4506) == "tcp://127.0.0.1:4506"
     assert tcp_address("salt.example.com", 1) == "tcp://salt.example.com:1"
