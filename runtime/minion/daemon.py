@@ -119,6 +119,7 @@ class Minion:
         self.session: Session | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.events: asyncio.Queue[LocalEvent] | None = None
+        self.registered: asyncio.Event | None = None   # set while a registered session is up (the mine waits on it)
         self.pending_returns: deque[protocol.JobReturn] = deque(maxlen=MAX_PENDING_RETURNS)
         self.backoff = Backoff.from_opts(opts)  # Salt's recon_* keys, in milliseconds
         self.masters = MasterList.from_opts(opts)
@@ -146,6 +147,7 @@ class Minion:
     async def run(self, stop: asyncio.Event) -> None:
         self.loop = asyncio.get_running_loop()
         self.events = asyncio.Queue()
+        self.registered = asyncio.Event()
         mine = asyncio.create_task(self.mine_loop(stop), name="mine")
         try:
             await self.session_loop(stop)
@@ -228,6 +230,8 @@ class Minion:
                     log.exception("%ssession failed", self.prefix)
                 finally:
                     self.session = None
+                    if self.registered is not None:
+                        self.registered.clear()
                     session.close()
                     # Only a session that lasted resets the backoff: one that dies at once (a forged
                     # reply on the path, a master refusing every request) must not turn every minion
@@ -296,9 +300,12 @@ class Minion:
             return
         interval = option(self.opts, "mine_interval", float) * 60
         loop = asyncio.get_running_loop()
+        assert self.registered is not None   # made by run() before this task starts
         while not stop.is_set():
+            # woken when a session registers, not every 0.2 s (10,000 swarm minions polling while
+            # they waited for their first session woke the swarm 50,000 times a second)
             while not self.started or self.session is None:
-                if await _stopped_within(stop, 0.2):
+                if await _set_or_stopped(self.registered, stop):
                     return
             await loop.run_in_executor(self.executor, self.mine_update)
             if interval <= 0 or await _stopped_within(stop, interval):
@@ -389,6 +396,8 @@ class Minion:
             reply = await session.request(self.pillar_request())
             self.replace_pillar(reply.pillar)
         self.started = True
+        if self.registered is not None:
+            self.registered.set()
         if not self.start_fired:
             # fired once, but only once the master took it: a busy master that let the request time
             # out gets it from the next session (watchers of salt/minion/<id>/start wait for it)
@@ -749,6 +758,16 @@ class Minion:
             state_source=self.state_source(), fire_event=lambda tag, data: self.fire_local(tag, dict(data)),
             # looked up at each call: a job process (procjob) replaces call_master by its pipe to the parent
             master=lambda message: self.call_master(message), jid=jid, jobs=self.jobs)
+
+
+async def _set_or_stopped(event: asyncio.Event, stop: asyncio.Event) -> bool:
+    """Wait until ``event`` or ``stop`` is set; True when ``stop`` is."""
+    if not event.is_set() and not stop.is_set():
+        waits = {asyncio.ensure_future(event.wait()), asyncio.ensure_future(stop.wait())}
+        _, pending = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        for task in pending:
+            task.cancel()
+    return stop.is_set()
 
 
 async def _stopped_within(stop: asyncio.Event, seconds: float) -> bool:
