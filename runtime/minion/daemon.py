@@ -469,7 +469,6 @@ class Minion:
                 except TimeoutError:
                     pass
             probe.clear()
-            wait = session.heartbeat
             assert self.receiver is not None   # made by run_session before this task starts
             try:
                 reply = await session.request(protocol.Heartbeat(epoch=self.receiver.epoch),
