@@ -53,10 +53,10 @@ def _private_temp(directory: str) -> tuple[int, str]:
     raise FileExistsError(f"could not create a temporary file in {directory}")
 
 
-def write_private(path: str, data: bytes, *, mode: int = 0o600, durable: bool = True) -> None:
-    """Atomically replace ``path`` with ``data`` (mode 0600 unless told); the directory must exist.
-    ``durable``: on disk before the rename (fsync); only a load generator's throwaway keys skip it."""
-    directory = os.path.dirname(os.path.abspath(path))
+def stage_private(directory: str, data: bytes, *, mode: int = 0o600, durable: bool = True) -> str:
+    """A new file in ``directory`` holding ``data`` (mode 0600 unless told; on disk when
+    ``durable``), to be renamed over its target (``os.replace``) or removed by the caller: the
+    slow part of :func:`write_private`, which may run before a lock is taken."""
     fd, tmp = _private_temp(directory)
     try:
         os.fchmod(fd, mode)
@@ -65,12 +65,28 @@ def write_private(path: str, data: bytes, *, mode: int = 0o600, durable: bool = 
             fh.flush()
             if durable:
                 os.fsync(fh.fileno())
+    except BaseException:
+        discard(tmp)
+        raise
+    return tmp
+
+
+def discard(path: str) -> None:
+    """Remove ``path`` if it is there."""
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def write_private(path: str, data: bytes, *, mode: int = 0o600, durable: bool = True) -> None:
+    """Atomically replace ``path`` with ``data`` (mode 0600 unless told); the directory must exist.
+    ``durable``: on disk before the rename (fsync); only a load generator's throwaway keys skip it."""
+    tmp = stage_private(os.path.dirname(os.path.abspath(path)), data, mode=mode, durable=durable)
+    try:
         os.replace(tmp, path)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        discard(tmp)
         raise
 
 

@@ -17,7 +17,10 @@ sent it):
 * ``auth``: hellos and everything else, one flow per source address.
 
 The other lanes take turns by a fixed schedule (``heartbeat`` every other turn, then mostly
-``session``; an empty lane yields).
+``session``; an empty lane yields).  Hellos are *admitted* at the rate the workers sustain: the
+``auth`` lane is not served while the ``session`` lane holds more than ``admission_backlog_s`` of
+the workers' time (its waiting requests at the lane's recent cost), since each hello admitted
+brings its minion's first requests soon after.
 Inside a lane, the next request is the oldest of the flow that has had the least *worker time*
 (seconds the workers spent on its requests, measured by the proxy from dispatch to reply): a
 flow that sends 40,000 expensive requests gets the same share of the workers as a minion
@@ -68,8 +71,10 @@ class FairLimits:
         Lane.OPERATOR: 500, Lane.HEARTBEAT: 4000, Lane.SESSION: 4000, Lane.CLIENT: 500, Lane.AUTH: 500})
     max_waiting_per_flow: dict[str, int] = field(default_factory=lambda: {
         Lane.OPERATOR: 500, Lane.HEARTBEAT: 4, Lane.SESSION: 200, Lane.CLIENT: 100, Lane.AUTH: 200})
+    # a hello waits less than a minion's auth_timeout (5 s), so that its answer (``busy``: see
+    # ``expire``) still reaches the minion; the others as long as a request_timeout (10 s)
     max_wait_s: dict[str, float] = field(default_factory=lambda: {
-        Lane.OPERATOR: 10.0, Lane.HEARTBEAT: 10.0, Lane.SESSION: 10.0, Lane.CLIENT: 10.0, Lane.AUTH: 5.0})
+        Lane.OPERATOR: 10.0, Lane.HEARTBEAT: 10.0, Lane.SESSION: 10.0, Lane.CLIENT: 10.0, Lane.AUTH: 3.0})
     # requests of one flow at the workers at once, whatever else waits (lanes not named: no bound
     # but the proxy's per-flow limit): a minion's heartbeats one at a time, so that a minion
     # sending nothing but heartbeats holds at most one worker through their lane
@@ -83,6 +88,11 @@ class FairLimits:
                                  Lane.HEARTBEAT, Lane.SESSION, Lane.HEARTBEAT, Lane.CLIENT, Lane.HEARTBEAT,
                                  Lane.AUTH)
     max_flows: int = 20_000       # flows remembered per lane (idle ones are forgotten beyond it)
+    # Admission: hellos are not served while the minions' queued requests (the session lane) are
+    # more than this many seconds of the workers' time.  A new session's first requests (its pillar)
+    # follow its hello: 10,000 minions' hellos admitted faster than the workers answered those
+    # requests left them waiting past their request_timeout, and the minions authenticated again.
+    admission_backlog_s: float = 1.0
 
 
 def _orders(schedule: list[Lane]) -> list[list[Lane]]:
@@ -184,6 +194,7 @@ class FairQueue(Generic[T]):
         self._turn = 0
         self._seq = 0
         self._orders = _orders([Lane(name) for name in self.limits.schedule])
+        self.lane_cost: dict[Lane, float] = dict.fromkeys(LANES, FIRST_COST_S)   # recent worker s per request
 
     # ------------------------------------------------------------ in
     def push(self, lane: Lane, key: FlowKey, item: T, now: float) -> tuple[bool, list[T]]:
@@ -221,15 +232,27 @@ class FairQueue(Generic[T]):
         self._turn += 1
         return order
 
+    def backlog_s(self, lane: Lane, workers: int) -> float:
+        """The workers' time (s) the requests waiting in ``lane`` would take, by its recent cost."""
+        return self.lanes[lane].waiting * self.lane_cost[lane] / max(1, workers)
+
+    def admitting(self, workers: int) -> bool:
+        """Whether hellos are served now (``FairLimits.admission_backlog_s``)."""
+        return self.backlog_s(Lane.SESSION, workers) <= self.limits.admission_backlog_s
+
     def pop(self, now: float, per_flow_limit: int, expired: Callable[[Lane, T], None],
             blocked: Callable[[FlowKey], bool] = lambda key: False) -> Taken[T] | None:
         """The next request to hand to a worker, or None.  A flow with ``per_flow_limit`` requests
         at the workers is passed over while another flow has one waiting; a flow ``blocked`` says
         must wait (it left replies unread) is passed over whatever else waits; requests that
-        waited longer than their lane's ``max_wait_s`` go to ``expired`` instead."""
+        waited longer than their lane's ``max_wait_s`` go to ``expired`` instead.  Hellos wait
+        while the minions' queued requests are more than ``admission_backlog_s`` of work for
+        ``per_flow_limit + 1`` workers."""
         order = self.lane_order()
         if not any(state.waiting for state in self.lanes.values()):
             return None              # (the common case, asked once more after each dispatch)
+        if self.lanes[Lane.AUTH].waiting and not self.admitting(per_flow_limit + 1):
+            order = [lane for lane in order if lane != Lane.AUTH]
         for strict in (True, False):
             for lane in order:
                 taken = self._pop_lane(lane, now, per_flow_limit if strict else None, expired, blocked)
@@ -285,11 +308,26 @@ class FairQueue(Generic[T]):
         elapsed = min(max(elapsed, 0.0), MAX_COST_S)
         flow.usage += elapsed - taken.charged
         flow.cost = 0.7 * flow.cost + 0.3 * elapsed
+        self.lane_cost[flow.lane] = 0.9 * self.lane_cost[flow.lane] + 0.1 * elapsed
         flow.last_active = now
         if flow.queue:
             self._schedule(self.lanes[flow.lane], flow)
 
     # ------------------------------------------------------------ bookkeeping
+    def expire(self, lane: Lane, now: float, expired: Callable[[Lane, T], None]) -> int:
+        """Take out the requests of ``lane`` that waited longer than its ``max_wait_s`` (handed to
+        ``expired``), without waiting for the lane to be served (hellos held back by admission are
+        answered while their senders still wait).  Returns how many."""
+        state = self.lanes[lane]
+        limit = self.limits.max_wait_s[lane]
+        flows = [flow for bucket in state.by_length.values() for flow in bucket]
+        count = 0
+        for flow in flows:
+            while flow.queue and now - flow.queue[0][0] > limit:
+                expired(lane, state.take_first(flow)[1])
+                count += 1
+        return count
+
     def waiting(self) -> dict[Lane, int]:
         return {lane: state.waiting for lane, state in self.lanes.items()}
 

@@ -117,7 +117,7 @@ class ProxyStats:
     malformed: int = 0
     refused: int = 0        # answered by the admit policy
     dropped_busy: int = 0   # its flow's or lane's queue was full: answered "busy"
-    expired: int = 0        # waited longer than the client would (dropped unanswered)
+    expired: int = 0        # waited longer than the client would (dropped unanswered; a hello: answered "busy")
     workers_lost: int = 0   # a worker vanished while the proxy was sending to it
     held_unread: int = 0    # dropped: its flow left more than max_unread_reply_bytes of replies unread
     dropped_gone: int = 0   # dropped unanswered: the connection it came on closed while it waited
@@ -125,6 +125,7 @@ class ProxyStats:
 
 QueueLimits = FairLimits     # the proxy's queue bounds and schedule (runtime.transport_fair)
 
+EXPIRE_EVERY_S = 0.1         # how often the auth lane is searched for hellos that waited too long
 BATCH_WORK_S = 0.02          # a worker is handed more requests at once while their flows' recent cost is below this
 
 @dataclass(eq=False)
@@ -187,7 +188,8 @@ class RequestProxy:
       stored with one commit per handful, not one each — and the backlog inside a worker stays
       that small.
     * Requests older than their lane's ``max_wait_s`` are dropped unanswered (the client already
-      retried).  Replies are passed back unchanged; a worker's reply may carry the session it
+      retried), except hellos: answered ``busy`` (their lane's bound is under the minions'
+      auth_timeout), also while admission holds them back (``FairQueue.admitting``).  Replies are passed back unchanged; a worker's reply may carry the session it
       served (:data:`WORKER_META`), which is how the proxy learns which minion a session is.
 
     Frames: proxy -> worker ``[worker, b"", client, peer, rid, body]`` (``client, peer, rid, body``
@@ -217,6 +219,7 @@ class RequestProxy:
         self.busy: dict[bytes, _Handed] = {}
         self._replies: dict[str, bytes] = {}
         self._next_forget = 0.0
+        self._next_expire = 0.0
         from runtime.protocol.registry import classify_request  # the command table: only a proxy needs it
 
         self._classify = classify_request
@@ -350,6 +353,12 @@ class RequestProxy:
 
     def _expired(self, lane: Lane, pending: _Pending) -> None:
         self.stats.expired += 1
+        if lane == Lane.AUTH:
+            # its minion still waits (the lane's max_wait_s is under auth_timeout): told to come back
+            self._answer(pending.client, pending.rid, "busy", pending)
+            self._note(f"proxy:expired:{lane}", "refused %s requests that waited over %.0f s (busy)", lane,
+                       self.limits.max_wait_s[lane])
+            return
         self._note(f"proxy:expired:{lane}", "dropped %s requests that waited over %.0f s", lane,
                    self.limits.max_wait_s[lane])
 
@@ -421,6 +430,9 @@ class RequestProxy:
     def _housekeeping(self) -> None:
         self.conns.sweep()
         now = self.clock()
+        if now >= self._next_expire:     # hellos held back by admission: answered before their minion gives up
+            self._next_expire = now + EXPIRE_EVERY_S
+            self.fair.expire(Lane.AUTH, now, self._expired)
         if now >= self._next_forget:
             self._next_forget = now + 5.0
             self.fair.forget_idle(now)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 
 import pytest
 
@@ -238,3 +239,55 @@ def test_first_key_wins_across_processes(tmp_path):
     pending = [raw for raw, outcome in results if outcome == "pending"]
     assert sorted(outcome for _, outcome in results) == ["denied"] * 7 + ["pending"]
     assert store.lookup("same").public_raw == pending[0]
+
+
+def _temp_files(pki) -> list[str]:
+    return sorted(str(p.relative_to(pki)) for p in pki.rglob(".tmp-*"))
+
+
+def test_a_writer_holding_the_lock_stops_new_keys_but_not_known_ones(tmp_path):
+    """Another process's writer (a second store's flock on the same pki_dir) holds the lock: a
+    minion whose key is accepted as presented is answered at once, and a new key waits with its
+    file already written beside the store, renamed into place once the lock is free."""
+    import threading
+
+    pki = tmp_path / "pki"
+    store, writer = FileKeyStore(str(pki)), FileKeyStore(str(pki))
+    known, new = pub(), pub()
+    assert store.admit("known", known, auto_accept=True) == "accepted"
+    outcomes: dict[str, str] = {}
+
+    def admit(name: str, raw: bytes) -> None:
+        outcomes[name] = store.admit(name, raw, auto_accept=True)
+
+    with writer._locked():
+        first = threading.Thread(target=admit, args=("known", known))
+        first.start()
+        first.join(10)
+        assert outcomes == {"known": "accepted"}
+        second = threading.Thread(target=admit, args=("new", new))
+        second.start()
+        deadline = time.monotonic() + 10
+        while not _temp_files(pki) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        staged = _temp_files(pki)
+        assert len(staged) == 1 and "/" not in staged[0]         # in pki_dir, beside the status dirs
+        assert (pki / staged[0]).read_bytes() == public_to_pem(new)
+        assert second.is_alive() and "new" not in outcomes      # waits for the lock
+    second.join(10)
+    assert outcomes["new"] == "accepted"
+    assert (pki / ACCEPTED / "new").read_bytes() == public_to_pem(new)
+    assert mode(pki / ACCEPTED / "new") == 0o600
+    assert _temp_files(pki) == []
+
+
+def test_a_staged_key_that_is_not_stored_leaves_nothing_behind(store, tmp_path):
+    k = pub()
+    assert store.admit("d", k) == "pending"
+    assert store.admit("d", pub()) == "denied"                  # not staged: written under the lock
+    assert store.admit("d", k, auto_accept=True) == "accepted"  # staged pending -> accepted
+    assert store.lookup("d").status == ACCEPTED and store.lookup("d").public_raw == k
+    for i in range(5):
+        assert store.admit(f"m{i}", pub()) == "pending"
+    assert store.admit("m5", pub()) == "pending_full"           # staged, then refused under the lock
+    assert _temp_files(tmp_path / "pki") == []

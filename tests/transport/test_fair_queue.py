@@ -199,3 +199,40 @@ def test_a_full_lane_of_many_flows_finds_its_longest_without_looking_at_each() -
     assert queued and pushed_out == ["x1"], pushed_out      # the longest flow's newest made room
     assert queue.push(Lane.SESSION, ("minion", "other"), "hello", 0.0) == (True, ["x0"])
     assert queue.push(Lane.SESSION, ("minion", "third"), "hello", 0.0) == (False, [])
+
+
+def test_hellos_wait_while_the_minions_queued_requests_are_more_than_the_admission_backlog() -> None:
+    """Five workers, 2,000 minions' first requests queued at 5 ms each (2 s of the workers' time):
+    hellos are not served, whatever the schedule's turns, until that backlog is down to 1 s."""
+    queue: FairQueue[str] = FairQueue(FairLimits(admission_backlog_s=1.0))
+    minions = [("minion", f"m{i}") for i in range(2000)]
+    for key in minions[:60]:                      # the lane's recent cost: 5 ms a request
+        queue.push(Lane.SESSION, key, "first", 0.0)
+    while (taken := queue.pop(0.0, 4, NEVER)) is not None:
+        queue.done(taken, 0.005, 0.0)
+    for key in minions:
+        queue.push(Lane.SESSION, key, "pillar", 0.0)
+    for i in range(5):
+        queue.push(Lane.AUTH, ("address", f"10.0.0.{i}"), f"hello{i}", 0.0)
+    assert queue.backlog_s(Lane.SESSION, 5) > 1.9 and not queue.admitting(5)
+    served = []
+    while (taken := queue.pop(0.0, 4, NEVER)) is not None:
+        served.append((taken.item, queue.waiting()[Lane.SESSION]))
+        queue.done(taken, 0.005, 0.0)
+    first_hello = next(i for i, (item, _) in enumerate(served) if item.startswith("hello"))
+    assert 990 <= first_hello <= 1010, first_hello     # 1,000 requests of 5 ms left for 5 workers: 1 s
+    assert sum(item.startswith("hello") for item, _ in served) == 5
+
+
+def test_hellos_held_back_are_expired_without_waiting_for_their_turn() -> None:
+    queue: FairQueue[str] = FairQueue()
+    for i in range(3):
+        queue.push(Lane.AUTH, ("address", f"10.0.0.{i}"), f"old{i}", 0.0)
+    queue.push(Lane.AUTH, ("address", "10.0.0.0"), "young", 2.5)
+    queue.push(Lane.SESSION, ("minion", "m"), "sealed", 0.0)
+    expired: list[str] = []
+    assert queue.expire(Lane.AUTH, 3.5, lambda lane, item: expired.append(item)) == 3
+    assert sorted(expired) == ["old0", "old1", "old2"]
+    assert queue.waiting() == {**dict.fromkeys(queue.waiting(), 0), Lane.AUTH: 1, Lane.SESSION: 1}
+    taken = [queue.pop(3.5, 1, NEVER), queue.pop(3.5, 1, NEVER)]
+    assert sorted(t.item for t in taken if t is not None) == ["sealed", "young"]

@@ -22,7 +22,14 @@ from runtime.master.keys import (
     check_id,
     valid_id,
 )
-from runtime.private_files import PrivateFileError, ensure_private_dir, read_private, write_private
+from runtime.private_files import (
+    PrivateFileError,
+    discard,
+    ensure_private_dir,
+    read_private,
+    stage_private,
+    write_private,
+)
 
 
 class _StoreLock:
@@ -63,6 +70,13 @@ class _StoreLock:
                 fcntl.flock(fd, fcntl.LOCK_UN)
 
 
+class _StagedFiles(threading.local):
+    """This thread's key files written ahead of the lock (``FileKeyStore._staged``), by key."""
+
+    def __init__(self) -> None:
+        self.files: dict[bytes, str] = {}
+
+
 class FileKeyStore(RecordKeyStore):
     """:class:`KeyStore` in Salt's directory layout under ``pki_dir``."""
 
@@ -72,6 +86,7 @@ class FileKeyStore(RecordKeyStore):
         for status in STATUSES:
             ensure_private_dir(os.path.join(self.pki_dir, status))
         self._lock = _StoreLock(self.pki_dir)
+        self._stage = _StagedFiles()
 
     # ------------------------------------------------------------ files
     def _path(self, status: str, minion_id: str) -> str:
@@ -88,7 +103,28 @@ class FileKeyStore(RecordKeyStore):
         return KeyRecord(minion_id, status, public_from_pem(data, path))
 
     def _write(self, status: str, minion_id: str, public_raw: bytes) -> None:
-        write_private(self._path(status, minion_id), public_to_pem(public_raw))
+        staged = self._stage.files.pop(public_raw, None)
+        if staged is None:
+            write_private(self._path(status, minion_id), public_to_pem(public_raw))
+            return
+        try:
+            os.replace(staged, self._path(status, minion_id))
+        except BaseException:
+            discard(staged)
+            raise
+
+    @contextmanager
+    def _staged(self, public_raw: bytes) -> Iterator[None]:
+        """The key's file written and synced in pki_dir (same filesystem as its status directories)
+        before the lock; ``_write`` renames it where it belongs, or it is removed unused."""
+        files = self._stage.files
+        files[public_raw] = stage_private(self.pki_dir, public_to_pem(public_raw))
+        try:
+            yield
+        finally:
+            unused = files.pop(public_raw, None)
+            if unused is not None:
+                discard(unused)
 
     def _remove(self, status: str, minion_id: str) -> bool:
         try:
