@@ -31,6 +31,7 @@ from runtime.transport import (
 from runtime.transport_conns import Connection, ConnectionLimits, ConnectionTable, frame_wire_size
 from runtime.transport_fair import LANES, FairLimits, FairQueue, FlowKey, Lane, Taken
 from runtime.transport_flows import ClientProofs, SessionDirectory, decode_meta, sealed_head
+from runtime.transport_hellos import HelloBacklog
 
 PROXY_REFUSALS = ("rate_limited", "busy")   # what the request proxy answers itself (runtime/protocol/errors.py)
 # requests one client connection may have waiting in libzmq before the proxy reads them (honest
@@ -201,7 +202,8 @@ class RequestProxy:
     def __init__(self, frontend: zmq.Socket, backend: zmq.Socket, *,
                  admit: Callable[[str, str], str | None] | None = None, limits: FairLimits | None = None,
                  log: Any = None, clock: Callable[[], float] = time.monotonic,
-                 connections: ConnectionLimits | None = None, proofs: ClientProofs | None = None) -> None:
+                 connections: ConnectionLimits | None = None, proofs: ClientProofs | None = None,
+                 hellos: HelloBacklog | None = None) -> None:
         self.frontend = frontend
         self.backend = backend
         self.admit = admit
@@ -217,7 +219,8 @@ class RequestProxy:
         self.ready: OrderedDict[bytes, None] = OrderedDict()      # idle workers, longest idle first
         # worker -> (when it was handed them, what it was handed and has not answered yet)
         self.busy: dict[bytes, _Handed] = {}
-        self._replies: dict[str, bytes] = {}
+        self._replies: dict[tuple[str, float | None], bytes] = {}
+        self.hellos = hellos or HelloBacklog()     # the retry window told to minions refused a hello
         self._next_forget = 0.0
         self._next_expire = 0.0
         from runtime.protocol.registry import classify_request  # the command table: only a proxy needs it
@@ -233,12 +236,21 @@ class RequestProxy:
         if self.log is not None:
             self.log.info(key, msg, *args)
 
-    def _answer(self, ident: Any, rid: Any, reason: str, pending: _Pending | None = None) -> None:
-        reply = self._replies.get(reason)
-        if reply is None:  # packed once per reason: refusing must cost as little as possible
-            reply = self._replies[reason] = codec.pack_envelope(
-                codec.ENC_CLEAR, codec.error_load(reason, f"request refused: {reason}"))
+    def _answer(self, ident: Any, rid: Any, reason: str, pending: _Pending | None = None,
+                retry_s: float | None = None) -> None:
+        reply = self._replies.get((reason, retry_s))
+        if reply is None:  # packed once per reason (and hint): refusing must cost as little as possible
+            load = codec.error_load(reason, f"request refused: {reason}")
+            if retry_s is not None:
+                load["error"]["retry_s"] = retry_s
+            reply = self._replies[(reason, retry_s)] = codec.pack_envelope(codec.ENC_CLEAR, load)
         self._send_reply(ident, rid, reply, pending)
+
+    def _refuse_hello(self, pending: _Pending) -> None:
+        """A hello refused ``busy``, with the window its minion should come back within."""
+        now = self.clock()
+        self.hellos.refused(pending.peer, now)
+        self._answer(pending.client, pending.rid, "busy", pending, self.hellos.retry_s(now))
 
     def _send_reply(self, client: Any, rid: Any, reply: Any, pending: _Pending | None) -> None:
         try:
@@ -289,7 +301,10 @@ class RequestProxy:
             if refusal is not None:
                 self.stats.refused += 1
                 self._note(f"proxy:{refusal}:{lane}", "refused %s request from %s (%s)", lane, peer, refusal)
-                self._answer(ident, rid, refusal, pending)
+                if refusal == "busy" and lane == Lane.AUTH:
+                    self._refuse_hello(pending)
+                else:
+                    self._answer(ident, rid, refusal, pending)
                 return
         unread = self.conns.over_unread(flow)
         queued, pushed_out = self.fair.push(lane, flow, pending, self.clock())
@@ -299,7 +314,10 @@ class RequestProxy:
                 return
         for other in [*pushed_out, *([] if queued else [pending])]:
             self.stats.dropped_busy += 1
-            self._answer(other.client, other.rid, "busy", other)
+            if lane == Lane.AUTH:
+                self._refuse_hello(other)
+            else:
+                self._answer(other.client, other.rid, "busy", other)
         if pushed_out or not queued:
             self._note(f"proxy:busy:{lane}", "refused %s requests (busy): %s has %d waiting (its lane %d)", lane,
                        _shown(flow), len(self.fair.flows(lane)[flow].queue) if flow in self.fair.flows(lane) else 0,
@@ -355,7 +373,7 @@ class RequestProxy:
         self.stats.expired += 1
         if lane == Lane.AUTH:
             # its minion still waits (the lane's max_wait_s is under auth_timeout): told to come back
-            self._answer(pending.client, pending.rid, "busy", pending)
+            self._refuse_hello(pending)
             self._note(f"proxy:expired:{lane}", "refused %s requests that waited over %.0f s (busy)", lane,
                        self.limits.max_wait_s[lane])
             return
@@ -371,6 +389,8 @@ class RequestProxy:
                 return
             if self._gone(taken, now):
                 continue
+            if taken.flow.lane == Lane.AUTH:
+                self.hellos.admitted(taken.item.peer, now)
             worker, _ = self.ready.popitem(last=False)
             handed = [taken, *self._more_for_one_worker(taken, now)]
             frames: list[Any] = [worker, b""]

@@ -43,6 +43,7 @@ from runtime.profiling import run_profiled
 from runtime.ratelog import RateLimitedLog
 from runtime.transport_conns import ConnectionLimits
 from runtime.transport_flows import ClientProofs, current_user
+from runtime.transport_hellos import HelloBacklog
 
 log = logging.getLogger("saltpan.master")
 
@@ -146,10 +147,13 @@ def req_server_main(opts: dict[str, Any]) -> None:
     global_bucket = transport_proxy.TokenBucketLimiter(rate=option(opts, "clear_rate_global", float),
                                                  burst=option(opts, "clear_burst_global", float))
     refusals = RateLimitedLog(log, option(opts, "refusal_log_interval", float))
+    from runtime.master.announcer import admission_rate
+
     proxy = transport_proxy.RequestProxy(front, back, log=refusals,
                                    admit=transport_proxy.ClearRateLimit(per_peer, global_bucket, client_per_peer),
                                    connections=connection_limits(opts),
-                                   proofs=ClientProofs(opts["cachedir"], current_user()))
+                                   proofs=ClientProofs(opts["cachedir"], current_user()),
+                                   hellos=HelloBacklog(rate_floor=admission_rate(opts)))
     try:
         proxy.run(stop)
     finally:

@@ -189,7 +189,11 @@ class Minion:
                         # the window it announced (a few times; then the backoff paces us)
                         busy_streak += 1
                         self.refusals.warning("session:busy", "%s%s", self.prefix, exc)
-                        if busy_streak <= 3:
+                        if exc.retry_s:
+                            # the window it expects to admit the minions it turned away in: coming
+                            # back at a random time within it, they arrive as fast as it admits them
+                            self.reauth_delay = random.uniform(0, max(self.spread_s, exc.retry_s))
+                        elif busy_streak <= 3:
                             self.reauth_delay = random.uniform(0, max(self.spread_s, self.backoff.initial))
                         else:
                             self.backoff.failed()

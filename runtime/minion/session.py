@@ -23,6 +23,7 @@ from runtime.crypt.handshake import AuthGrant, AuthResult, finish_auth, start_au
 from runtime.crypt.identity import Identity
 from runtime.crypt.trust import MasterTrust
 from runtime.transport_async import AsyncRequestClient
+from runtime.transport_hellos import MAX_RETRY_S
 
 log = logging.getLogger("saltpan.minion.session")
 
@@ -49,7 +50,20 @@ class MasterUnreachable(SessionError):
 
 class MasterBusy(SessionError):
     """The master's request server refused the hello for now (``busy``, ``rate_limited``): try
-    again within the re-authentication window, without growing the backoff."""
+    again within the re-authentication window, or the window the refusal named (``retry_s``,
+    runtime/transport_hellos.py), without growing the backoff."""
+
+    def __init__(self, message: str, retry_s: float = 0.0) -> None:
+        super().__init__(message)
+        self.retry_s = retry_s
+
+
+def retry_hint(refusal: dict[Any, Any]) -> float:
+    """A refusal's ``retry_s``: a number of seconds up to ``MAX_RETRY_S``, else 0 (none)."""
+    value = refusal.get("retry_s")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= MAX_RETRY_S:
+        return 0.0
+    return float(value)
 
 
 class MasterRestarted(SessionError):
@@ -200,7 +214,8 @@ async def authenticate(address: str, identity: Identity, minion_id: str, trust: 
                 refusal = envelope.load.get("error")
                 if isinstance(refusal, dict) and refusal.get("reason") in BUSY_REASONS:
                     # unsigned, so possibly forged: it only makes us wait, as a dropped packet would
-                    raise MasterBusy(f"the master at {address} is busy ({refusal.get('reason')})")
+                    raise MasterBusy(f"the master at {address} is busy ({refusal.get('reason')})",
+                                     retry_hint(refusal))
                 result = finish_auth(attempt, envelope.load, trust)
             except AuthReplyError as exc:
                 raise SessionError(f"auth reply refused: {exc}") from None

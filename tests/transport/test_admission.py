@@ -8,6 +8,7 @@ import time
 
 import pytest
 import zmq
+import zmq.asyncio
 
 from runtime import codec
 from runtime.transport import WorkerRequest, WorkerSocket, make_socket
@@ -64,3 +65,76 @@ def test_a_hello_held_back_by_admission_is_answered_busy_before_its_minion_gives
         assert server.proxy.stats.expired == 5
     finally:
         raw.close(linger=0)
+
+
+def test_hellos_refused_busy_name_the_window_to_come_back_within(ctx, master) -> None:
+    """Thirty minions, each from its own loopback address, say hello at once to a master whose
+    hello lane holds five: those refused are told to come back within the minions turned away
+    over the hellos it admits a second (2 here), growing as more are turned away."""
+    from runtime.transport import tcp_address_from
+    from runtime.transport_hellos import HelloBacklog
+
+    server = master(FairLimits(max_waiting={**FairLimits().max_waiting, Lane.AUTH: 5}))
+    server.proxy.hellos = HelloBacklog(rate_floor=2.0)
+    hello = codec.pack_envelope("clear", {"cmd": "_auth"})
+    minions = []
+    try:
+        for i in range(30):
+            sock = make_socket(ctx, zmq.DEALER)
+            sock.connect(tcp_address_from(f"127.64.9.{i + 1}", 0, "127.0.0.1", server.port))
+            minions.append(sock)
+        for sock in minions:
+            sock.send_multipart([b"", b"hello000", hello])
+        windows = []
+        for sock in minions:
+            if sock.poll(5000):
+                error = codec.unpack_envelope(sock.recv_multipart()[2]).load.get("error")
+                if error is not None:
+                    assert error["reason"] == "busy"
+                    windows.append(error["retry_s"])
+        assert len(windows) >= 20, windows
+        # each one's window counts the minions refused before it: from 1 s (the least) up to all of them
+        assert min(windows) == 1.0 and max(windows) == round(len(windows) / 2), windows
+        assert server.proxy.hellos.waiting(time.monotonic()) == len(windows)
+    finally:
+        for sock in minions:
+            sock.close(linger=0)
+
+
+def test_a_minion_reads_the_window_from_a_busy_answer_to_its_hello(ctx, tmp_path) -> None:
+    """The minion's side on real sockets: a ROUTER on 127.0.0.1 answers a hello ``busy`` with a
+    ``retry_s``; ``authenticate`` raises MasterBusy carrying it (the session loop waits a random
+    time within it, runtime/minion/daemon.py)."""
+    import asyncio
+    import threading
+
+    from runtime import config
+    from runtime.crypt.identity import Identity
+    from runtime.crypt.trust import MasterTrust
+    from runtime.minion.session import MasterBusy, authenticate
+    from runtime.transport import bind, tcp_address
+
+    router = make_socket(ctx, zmq.ROUTER)
+    endpoint = bind(router, tcp_address("127.0.0.1", 0))
+    load = codec.error_load("busy", "request refused: busy")
+    load["error"]["retry_s"] = 7.0
+    answer = codec.pack_envelope("clear", load)
+
+    def serve() -> None:
+        if router.poll(5000):
+            ident, empty, rid, _ = router.recv_multipart()
+            router.send_multipart([ident, empty, rid, answer])
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    opts = config.load(None, "minion", {"pki_dir": str(tmp_path / "pki")})
+    actx = zmq.asyncio.Context()
+    try:
+        with pytest.raises(MasterBusy) as refused:
+            asyncio.run(authenticate(endpoint, Identity.generate(), "web01", MasterTrust(str(tmp_path / "pki"), None),
+                                     opts, asyncio.Event(), actx))
+        assert refused.value.retry_s == 7.0
+    finally:
+        thread.join(5)
+        router.close(linger=0)
+        actx.destroy(linger=0)
