@@ -92,9 +92,9 @@ class Minion:
 
     def __init__(self, opts: dict[str, Any], *, ctx: zmq.asyncio.Context | None = None,
                  executor: concurrent.futures.Executor | None = None, identity: Identity | None = None,
-                 grains: dict[str, Any] | None = None, quiet: bool = False, durable_keys: bool = True):
-        """``durable_keys=False``: the master key it learns is saved without fsync (``saltpan swarm``:
-        thousands of throwaway minions on one disk, where each fsync would stall them all)."""
+                 grains: dict[str, Any] | None = None, quiet: bool = False, trust: MasterTrust | None = None):
+        """``trust``: the master key it trusts, when not its own ``<pki_dir>/minion_master.pub``
+        (``saltpan swarm``: one for all its minions, kept without fsync)."""
         self.opts = opts
         self.id = str(opts.get("id") or socket.getfqdn())
         opts["id"] = self.id
@@ -107,7 +107,7 @@ class Minion:
                 log.info("created the minion key pair in %s (fingerprint %s)", opts["pki_dir"],
                             identity.fingerprint)
         self.identity = identity
-        self.trust = MasterTrust(opts["pki_dir"], optional_option(opts, "master_finger", str), durable=durable_keys)
+        self.trust = trust or MasterTrust(opts["pki_dir"], optional_option(opts, "master_finger", str))
         if grains is None:
             from runtime import grains as grains_mod
 

@@ -2,8 +2,9 @@
 
 Like Salt's minionswarm tool: every minion is a full ``Minion`` (its own key
 pair, session, heartbeat, subscription and jobs) but they share one event loop,
-one ZeroMQ context, one job thread pool and one set of core grains.  Keys live
-under ``<root_dir>/swarm/<id>/pki`` so a restarted swarm keeps its accepted keys.
+one ZeroMQ context, one job thread pool, one set of core grains and one trusted
+master key (``<root_dir>/swarm/minion_master.pub``).  Keys live under
+``<root_dir>/swarm/<id>/pki`` so a restarted swarm keeps its accepted keys.
 
 A minion holds about ``FDS_PER_MINION`` file descriptors (two TCP connections and
 their ZeroMQ mailboxes); when the process's hard limit on open files cannot hold
@@ -34,8 +35,9 @@ from typing import Any
 import zmq
 import zmq.asyncio
 
-from runtime.config import option
+from runtime.config import option, optional_option
 from runtime.crypt.identity import load_or_create_identity
+from runtime.crypt.trust import MasterTrust
 from runtime.minion.daemon import Minion
 
 log = logging.getLogger("saltpan.swarm")
@@ -70,12 +72,17 @@ def distinct_sources(base: dict[str, Any]) -> bool:
     return all(isinstance(m, str) and m.startswith("127.") for m in (masters if isinstance(masters, list) else [masters]))
 
 
+def swarm_root(base: dict[str, Any]) -> str:
+    """Where the swarm keeps its minions' directories, and its trusted master key."""
+    return os.path.join(base.get("root_dir") or "/tmp", "swarm")
+
+
 def swarm_opts(base: dict[str, Any], minion_id: str, source: str = "") -> dict[str, Any]:
     """One minion's config: ``base`` with its own id, directories and source address.  The nested
     values (lists, dicts) are ``base``'s own, shared by the swarm's minions (a minion changes only
     top-level keys of its config): a deep copy each took most of a 10,000-minion swarm's start."""
     opts = dict(base)
-    root = os.path.join(base.get("root_dir") or "/tmp", "swarm", minion_id)
+    root = os.path.join(swarm_root(base), minion_id)
     opts.update(id=minion_id, pki_dir=os.path.join(root, "pki"), cachedir=os.path.join(root, "cache"),
                 sock_dir=os.path.join(root, "sock"), log_file=None, pidfile=None)
     if source:
@@ -105,6 +112,9 @@ def build_minions(opts: dict[str, Any], indexes: range, prefix: str, ctx: zmq.as
     minions = []
     spread = not one_source and distinct_sources(opts)
     base = copy.deepcopy(opts)      # the caller's config stays the caller's
+    # one trusted master key for the swarm (its minions talk to the same masters), beside their
+    # directories: 10,000 files written at first contact cost the swarm a tenth of its CPU in a storm
+    trust = MasterTrust(swarm_root(base), optional_option(base, "master_finger", str), durable=False)
     for index in indexes:
         minion_id = f"{prefix}{index:04d}"
         mopts = swarm_opts(base, minion_id, loopback_source(index) if spread else "")
@@ -114,7 +124,7 @@ def build_minions(opts: dict[str, Any], indexes: range, prefix: str, ctx: zmq.as
         grains = dict(core)
         grains["id"] = minion_id
         minions.append(Minion(mopts, ctx=ctx, executor=executor, identity=identity, grains=grains, quiet=True,
-                              durable_keys=False))
+                              trust=trust))
     return minions
 
 

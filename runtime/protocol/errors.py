@@ -41,8 +41,9 @@ _TOKENS = (
     ErrorToken("rate_limited", "proxy", "the sender's address (or, for a verified local user, the user) sent more "
                "clear requests than `clear_rate_per_peer` allows: retry later"),
     ErrorToken("busy", "proxy", "the queue of the sender's class or flow is full (a minion, a user or an address "
-               "asking for more than its share), or the global hello bucket `clear_rate_global` is empty; "
-               "also a job id that could not be allocated: retry later"),
+               "asking for more than its share), a hello waited 3 s (admission, §1), or the global hello "
+               "bucket `clear_rate_global` is empty; also a job id that could not be allocated: retry later "
+               "(a hello's carries `retry_s`, §6.1)"),
     # decoding
     ErrorToken("too_large", "decode", "the body is over `max_message_size`; from a handler: data over "
                "`max_minion_data_size` (grains, pillar) that was not stored"),

@@ -1,5 +1,6 @@
 """`saltpan swarm`'s simulated minions save their keys without fsync (three per minion stalled the
-swarm's event loop at each first launch); a real minion's keys stay durable."""
+swarm's event loop at each first launch) and trust their master's key through one file for the
+swarm; a real minion's keys stay durable, in its own pki_dir."""
 
 from __future__ import annotations
 
@@ -48,7 +49,10 @@ def test_swarm_minions_save_their_keys_without_fsync(tmp_path: Path, fsyncs: lis
     assert fsyncs == []
     for name in ("k-0000", "k-0002"):
         pki = tmp_path / "swarm" / name / "pki"
-        assert sorted(p.name for p in pki.iterdir()) == ["minion.pem", "minion.pub", "minion_master.pub"]
+        assert sorted(p.name for p in pki.iterdir()) == ["minion.pem", "minion.pub"]
+    # one master key trusted by the whole swarm, written once beside its minions' directories
+    assert len({id(m.trust) for m in minions}) == 1
+    assert (tmp_path / "swarm" / "minion_master.pub").is_file()
     again, created = load_or_create_identity(str(tmp_path / "swarm" / "k-0001" / "pki"), "minion")
     assert not created and again.public_raw == minions[1].identity.public_raw
     assert isinstance(minions[0], Minion)
