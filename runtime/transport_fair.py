@@ -251,14 +251,17 @@ class FairQueue(Generic[T]):
         order = self.lane_order()
         if not any(state.waiting for state in self.lanes.values()):
             return None              # (the common case, asked once more after each dispatch)
-        if self.lanes[Lane.AUTH].waiting and not self.admitting(per_flow_limit + 1):
+        held = bool(self.lanes[Lane.AUTH].waiting) and not self.admitting(per_flow_limit + 1)
+        if held:
             order = [lane for lane in order if lane != Lane.AUTH]
         for strict in (True, False):
             for lane in order:
                 taken = self._pop_lane(lane, now, per_flow_limit if strict else None, expired, blocked)
                 if taken is not None:
                     return taken
-        return None
+        # nothing else can go now (what waits is blocked: flows leaving replies unread): a hello
+        # rather than an idle worker
+        return self._pop_lane(Lane.AUTH, now, None, expired, blocked) if held else None
 
     def pop_lane(self, lane: Lane, now: float, per_flow_limit: int, expired: Callable[[Lane, T], None],
                  blocked: Callable[[FlowKey], bool] = lambda key: False) -> Taken[T] | None:
@@ -301,14 +304,16 @@ class FairQueue(Generic[T]):
             for flow in aside:
                 self._schedule(state, flow)
 
-    def done(self, taken: Taken[T], elapsed: float, now: float) -> None:
-        """The reply to ``taken`` came after ``elapsed`` seconds at a worker."""
+    def done(self, taken: Taken[T], elapsed: float, now: float, *, ran: bool = True) -> None:
+        """The reply to ``taken`` came after ``elapsed`` seconds at a worker (``ran=False``: it
+        never reached one, its connection gone or its worker lost; the lane's cost is not moved)."""
         flow = taken.flow
         flow.in_flight = max(0, flow.in_flight - 1)
         elapsed = min(max(elapsed, 0.0), MAX_COST_S)
         flow.usage += elapsed - taken.charged
         flow.cost = 0.7 * flow.cost + 0.3 * elapsed
-        self.lane_cost[flow.lane] = 0.9 * self.lane_cost[flow.lane] + 0.1 * elapsed
+        if ran:
+            self.lane_cost[flow.lane] = 0.9 * self.lane_cost[flow.lane] + 0.1 * elapsed
         flow.last_active = now
         if flow.queue:
             self._schedule(self.lanes[flow.lane], flow)

@@ -14,7 +14,7 @@ The hint is unsigned, as the refusal is: a forged one only makes a minion wait, 
 
 from __future__ import annotations
 
-from collections import deque
+from collections import OrderedDict, deque
 
 MIN_RETRY_S = 1.0
 MAX_RETRY_S = 60.0
@@ -28,14 +28,14 @@ class HelloBacklog:
 
     def __init__(self, rate_floor: float = 100.0) -> None:
         self.rate_floor = rate_floor          # hellos/s assumed when fewer were admitted lately
-        self._refused: dict[bytes, float] = {}  # address -> last refusal (oldest first)
+        self._refused: OrderedDict[bytes, float] = OrderedDict()  # address -> last refusal, oldest first
         self._admitted: deque[float] = deque()
 
     def refused(self, peer: bytes, now: float) -> None:
-        self._refused.pop(peer, None)         # to the end: the dict stays ordered by last refusal
         self._refused[peer] = now
+        self._refused.move_to_end(peer)       # ordered by last refusal
         if len(self._refused) > MAX_TRACKED:
-            del self._refused[next(iter(self._refused))]
+            self._refused.popitem(last=False)
 
     def admitted(self, peer: bytes, now: float) -> None:
         """A hello of ``peer`` was handed to a worker."""
@@ -51,10 +51,11 @@ class HelloBacklog:
     def waiting(self, now: float) -> int:
         """Addresses refused within ``FORGET_S`` and not admitted since."""
         while self._refused:
-            peer, when = next(iter(self._refused.items()))
+            peer, when = self._refused.popitem(last=False)
             if when >= now - FORGET_S:
+                self._refused[peer] = when
+                self._refused.move_to_end(peer, last=False)
                 break
-            del self._refused[peer]
         return len(self._refused)
 
     def retry_s(self, now: float) -> float:

@@ -370,6 +370,9 @@ class RequestProxy:
         self._send_reply(client, rid, reply, pending)
 
     def _expired(self, lane: Lane, pending: _Pending) -> None:
+        if pending.conn is not None and not self.conns.alive(pending.conn, pending.serial):
+            self.stats.dropped_gone += 1      # nobody to answer, nor to count as turned away
+            return
         self.stats.expired += 1
         if lane == Lane.AUTH:
             # its minion still waits (the lane's max_wait_s is under auth_timeout): told to come back
@@ -401,7 +404,7 @@ class RequestProxy:
             except zmq.ZMQError:   # the worker is gone (restarted): forget it, try the requests again
                 self.stats.workers_lost += 1
                 for one in handed:
-                    self.fair.done(one, 0.0, now)
+                    self.fair.done(one, 0.0, now, ran=False)
                     self.fair.push(one.flow.lane, one.flow.key, one.item, one.queued_at)
                 continue
             self.busy[worker] = _Handed(now, handed)
@@ -411,7 +414,7 @@ class RequestProxy:
             cutoff = self.clock() - 600
             for worker in [w for w, entry in self.busy.items() if entry.since < cutoff]:
                 for one in self.busy.pop(worker).waiting:
-                    self.fair.done(one, 0.0, self.clock())
+                    self.fair.done(one, 0.0, self.clock(), ran=False)
 
     def _gone(self, taken: Taken[_Pending], now: float) -> bool:
         """Whether the connection ``taken`` came on closed: then it is dropped unanswered (nobody to
@@ -420,7 +423,7 @@ class RequestProxy:
         if pending.conn is None or self.conns.alive(pending.conn, pending.serial):
             return False
         self.stats.dropped_gone += 1
-        self.fair.done(taken, 0.0, now)
+        self.fair.done(taken, 0.0, now, ran=False)
         return True
 
     def _more_for_one_worker(self, first: Taken[_Pending], now: float) -> list[Taken[_Pending]]:

@@ -236,3 +236,27 @@ def test_hellos_held_back_are_expired_without_waiting_for_their_turn() -> None:
     assert queue.waiting() == {**dict.fromkeys(queue.waiting(), 0), Lane.AUTH: 1, Lane.SESSION: 1}
     taken = [queue.pop(3.5, 1, NEVER), queue.pop(3.5, 1, NEVER)]
     assert sorted(t.item for t in taken if t is not None) == ["sealed", "young"]
+
+
+def test_a_hello_goes_rather_than_a_worker_idling_behind_blocked_requests() -> None:
+    """Admission holds hellos back only while the minions' requests can go: queued requests of
+    flows that leave their replies unread (blocked) do not keep a worker idle and hellos out; and
+    requests that never ran (their connection gone) do not move the lane's cost."""
+    queue: FairQueue[str] = FairQueue(FairLimits(admission_backlog_s=1.0))
+    for i in range(60):
+        queue.push(Lane.SESSION, ("minion", f"w{i}"), "first", 0.0)
+    while (taken := queue.pop(0.0, 4, NEVER)) is not None:
+        queue.done(taken, 0.005, 0.0)
+    for i in range(2000):
+        queue.push(Lane.SESSION, ("minion", f"m{i}"), "pillar", 0.0)
+    queue.push(Lane.AUTH, ("address", "10.0.0.1"), "hello", 0.0)
+    assert not queue.admitting(5)
+    deaf = lambda key: key[0] == "minion"  # noqa: E731 - every minion's flow is blocked
+    taken = queue.pop(0.0, 4, NEVER, deaf)
+    assert taken is not None and taken.item == "hello"
+    queue.done(taken, 0.01, 0.0)
+    cost = queue.lane_cost[Lane.SESSION]
+    gone = queue.pop(0.0, 4, NEVER)
+    assert gone is not None and gone.item == "pillar"
+    queue.done(gone, 0.0, 0.0, ran=False)
+    assert queue.lane_cost[Lane.SESSION] == cost
