@@ -79,15 +79,19 @@ def discard(path: str) -> None:
         pass
 
 
+def put_staged(staged: str, path: str) -> None:
+    """Rename a :func:`stage_private` file over ``path`` (removed if that fails)."""
+    try:
+        os.replace(staged, path)
+    except BaseException:
+        discard(staged)
+        raise
+
+
 def write_private(path: str, data: bytes, *, mode: int = 0o600, durable: bool = True) -> None:
     """Atomically replace ``path`` with ``data`` (mode 0600 unless told); the directory must exist.
     ``durable``: on disk before the rename (fsync); only a load generator's throwaway keys skip it."""
-    tmp = stage_private(os.path.dirname(os.path.abspath(path)), data, mode=mode, durable=durable)
-    try:
-        os.replace(tmp, path)
-    except BaseException:
-        discard(tmp)
-        raise
+    put_staged(stage_private(os.path.dirname(os.path.abspath(path)), data, mode=mode, durable=durable), path)
 
 
 def read_private(path: str, *, max_size: int = 64 * 1024, require_private: bool = True) -> bytes:

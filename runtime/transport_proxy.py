@@ -246,11 +246,22 @@ class RequestProxy:
             reply = self._replies[(reason, retry_s)] = codec.pack_envelope(codec.ENC_CLEAR, load)
         self._send_reply(ident, rid, reply, pending)
 
-    def _refuse_hello(self, pending: _Pending) -> None:
-        """A hello refused ``busy``, with the window its minion should come back within."""
+    def _refuse(self, lane: Lane, pending: _Pending, reason: str = "busy") -> None:
+        """Answer ``pending`` refused; a hello refused ``busy`` also names the window its minion
+        should come back within (runtime/transport_hellos.py)."""
+        if reason != "busy" or lane != Lane.AUTH:
+            self._answer(pending.client, pending.rid, reason, pending)
+            return
         now = self.clock()
         self.hellos.refused(pending.peer, now)
         self._answer(pending.client, pending.rid, "busy", pending, self.hellos.retry_s(now))
+
+    def _closed(self, pending: _Pending) -> bool:
+        """Whether the connection ``pending`` came on closed (counted: dropped unanswered)."""
+        if pending.conn is None or self.conns.alive(pending.conn, pending.serial):
+            return False
+        self.stats.dropped_gone += 1
+        return True
 
     def _send_reply(self, client: Any, rid: Any, reply: Any, pending: _Pending | None) -> None:
         try:
@@ -301,10 +312,7 @@ class RequestProxy:
             if refusal is not None:
                 self.stats.refused += 1
                 self._note(f"proxy:{refusal}:{lane}", "refused %s request from %s (%s)", lane, peer, refusal)
-                if refusal == "busy" and lane == Lane.AUTH:
-                    self._refuse_hello(pending)
-                else:
-                    self._answer(ident, rid, refusal, pending)
+                self._refuse(lane, pending, refusal)
                 return
         unread = self.conns.over_unread(flow)
         queued, pushed_out = self.fair.push(lane, flow, pending, self.clock())
@@ -314,10 +322,7 @@ class RequestProxy:
                 return
         for other in [*pushed_out, *([] if queued else [pending])]:
             self.stats.dropped_busy += 1
-            if lane == Lane.AUTH:
-                self._refuse_hello(other)
-            else:
-                self._answer(other.client, other.rid, "busy", other)
+            self._refuse(lane, other)
         if pushed_out or not queued:
             self._note(f"proxy:busy:{lane}", "refused %s requests (busy): %s has %d waiting (its lane %d)", lane,
                        _shown(flow), len(self.fair.flows(lane)[flow].queue) if flow in self.fair.flows(lane) else 0,
@@ -370,13 +375,12 @@ class RequestProxy:
         self._send_reply(client, rid, reply, pending)
 
     def _expired(self, lane: Lane, pending: _Pending) -> None:
-        if pending.conn is not None and not self.conns.alive(pending.conn, pending.serial):
-            self.stats.dropped_gone += 1      # nobody to answer, nor to count as turned away
+        if self._closed(pending):     # nobody to answer, nor to count as turned away
             return
         self.stats.expired += 1
         if lane == Lane.AUTH:
             # its minion still waits (the lane's max_wait_s is under auth_timeout): told to come back
-            self._refuse_hello(pending)
+            self._refuse(lane, pending)
             self._note(f"proxy:expired:{lane}", "refused %s requests that waited over %.0f s (busy)", lane,
                        self.limits.max_wait_s[lane])
             return
@@ -419,10 +423,8 @@ class RequestProxy:
     def _gone(self, taken: Taken[_Pending], now: float) -> bool:
         """Whether the connection ``taken`` came on closed: then it is dropped unanswered (nobody to
         answer: a flood's backlog must not keep the workers busy after it left)."""
-        pending = taken.item
-        if pending.conn is None or self.conns.alive(pending.conn, pending.serial):
+        if not self._closed(taken.item):
             return False
-        self.stats.dropped_gone += 1
         self.fair.done(taken, 0.0, now, ran=False)
         return True
 

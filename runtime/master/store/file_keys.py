@@ -26,6 +26,7 @@ from runtime.private_files import (
     PrivateFileError,
     discard,
     ensure_private_dir,
+    put_staged,
     read_private,
     stage_private,
     write_private,
@@ -106,12 +107,8 @@ class FileKeyStore(RecordKeyStore):
         staged = self._stage.files.pop(public_raw, None)
         if staged is None:
             write_private(self._path(status, minion_id), public_to_pem(public_raw))
-            return
-        try:
-            os.replace(staged, self._path(status, minion_id))
-        except BaseException:
-            discard(staged)
-            raise
+        else:
+            put_staged(staged, self._path(status, minion_id))
 
     @contextmanager
     def _staged(self, public_raw: bytes) -> Iterator[None]:
