@@ -1,8 +1,9 @@
 """The master's boot announcement: how minions learn at once that their master restarted.
 
 The Publisher sends it on the publish port, topic ``ANNOUNCE_TOPIC``, whenever a subscriber
-(re)subscribes (the PUB socket is an XPUB that sees subscriptions), so a minion hears it within
-a few hundred milliseconds of its subscriber reconnecting to a restarted master.
+(re)subscribes with a hint of a session with an earlier run of the master (the PUB socket is an
+XPUB that sees subscriptions; :func:`hint_topic`), so a minion hears it within a few hundred
+milliseconds of its subscriber reconnecting to a restarted master.
 
 Wire form (frame 2; frame 1 is the topic): msgpack ``{"a": <body>, "sig": <64 bytes>}`` where
 ``body`` is msgpack ``{"v", "boot", "started", "ts", "fleet", "rate"}`` and ``sig`` is the
@@ -32,6 +33,11 @@ from runtime.crypt.identity import Identity, verify_signature
 from runtime.crypt.replay import check_fresh
 
 ANNOUNCE_TOPIC = b"master"
+# A minion's subscriber also subscribes to ``HINT_PREFIX`` + the master's clock in its last auth
+# reply (8 bytes, big-endian).  Nothing is ever published under it: the subscription only tells the
+# Publisher's XPUB that this subscriber had a session with the run of the master that answered
+# then, and so needs an announcement if that was an earlier run (:func:`hinted_ms`).
+HINT_PREFIX = ANNOUNCE_TOPIC + b"@"
 BOOT_ID_SIZE = 16
 DEFAULT_MAX_AGE_MS = 300_000
 MAX_SPREAD_S = 600.0       # whatever a master announces, a minion never waits longer than this
@@ -65,6 +71,18 @@ def seal_announcement(identity: Identity, announcement: Announcement) -> bytes:
     body = codec.pack({"v": aead.PROTOCOL_VERSION, "boot": announcement.boot, "started": announcement.started_ms,
                        "ts": announcement.ts_ms, "fleet": announcement.fleet, "rate": float(announcement.rate)})
     return codec.pack({"a": body, "sig": identity.sign(aead.transcript("announcement", body))})
+
+
+def hint_topic(answered_ms: int) -> bytes:
+    """The subscription that tells the master "you last answered me at ``answered_ms``"."""
+    return HINT_PREFIX + max(0, answered_ms).to_bytes(8, "big")
+
+
+def hinted_ms(topic: bytes) -> int | None:
+    """The time a hint subscription carries, or None when ``topic`` is not one."""
+    if len(topic) != len(HINT_PREFIX) + 8 or not topic.startswith(HINT_PREFIX):
+        return None
+    return int.from_bytes(topic[len(HINT_PREFIX):], "big")
 
 
 def _is_int(value: object) -> bool:

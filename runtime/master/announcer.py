@@ -1,9 +1,14 @@
 """The Publisher's boot announcement (runtime/crypt/announce.py): when to send it, and what the
 master says about its fleet and the rate at which it admits re-authenticating minions.
 
-The Publisher's socket is an XPUB with ``XPUB_VERBOSER``, so every subscriber's subscription to
-``ANNOUNCE_TOPIC`` reaches it, including a minion's subscriber reconnecting after a master
-restart.  Each one makes an announcement due; due announcements are sent at most once every
+The Publisher's socket is an XPUB with ``XPUB_VERBOSER``, so every subscriber's subscriptions
+reach it, including those a minion's subscriber sends again when it reconnects after a master
+restart.  A minion that had a session subscribes to a hint (``hint_topic``: the master's clock in
+its last auth reply); a hint older than this run's start makes an announcement due (that minion's
+session belonged to an earlier run).  A hint from this run, or a subscriber without one (a minion
+that never had a session with this master), makes none: 10,000 new minions launched at once cost
+no announcement, where each subscription made one due before (their copies, one per subscriber,
+were about a tenth of the launch's CPU).  Due announcements are sent at most once every
 ``MIN_GAP_S`` (a thousand minions reconnecting at once cost a few announcements, not a thousand),
 or less often when so many subscribers listen that this would copy more than ``COPIES_PER_S``
 announcements a second (at most ``MAX_GAP_S`` apart), and one is sent when the Publisher starts.
@@ -21,7 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from runtime.config import option
-from runtime.crypt.announce import ANNOUNCE_TOPIC, BOOT_ID_SIZE, Announcement, seal_announcement
+from runtime.crypt.announce import ANNOUNCE_TOPIC, BOOT_ID_SIZE, Announcement, hinted_ms, seal_announcement
 from runtime.crypt.handshake import now_ms
 from runtime.crypt.identity import Identity
 
@@ -106,14 +111,19 @@ class Announcer:
         return min(MAX_GAP_S, max(MIN_GAP_S, self.subscribers / COPIES_PER_S))
 
     def note_subscription(self, message: bytes) -> None:
-        """An XPUB subscription message: ``\\x01`` + topic subscribes, ``\\x00`` + topic leaves."""
-        if message[1:] != ANNOUNCE_TOPIC:
-            return
-        if message[:1] == b"\x01":
-            self.due = True
-            self.subscribers += 1
-        elif message[:1] == b"\x00":
-            self.subscribers = max(0, self.subscribers - 1)
+        """An XPUB subscription message: ``\\x01`` + topic subscribes, ``\\x00`` + topic leaves.
+        Subscribers to ``ANNOUNCE_TOPIC`` are counted; a hint of a session older than this run
+        makes an announcement due."""
+        kind, topic = message[:1], message[1:]
+        if topic == ANNOUNCE_TOPIC:
+            if kind == b"\x01":
+                self.subscribers += 1
+            elif kind == b"\x00":
+                self.subscribers = max(0, self.subscribers - 1)
+        elif kind == b"\x01":
+            answered = hinted_ms(topic)
+            if answered is not None and answered < self.started_ms:
+                self.due = True
 
     def wait_ms(self) -> int | None:
         """How long the Publisher may block before :meth:`take` has something (None: until a

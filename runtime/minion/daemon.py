@@ -40,6 +40,7 @@ from runtime.minion.session import (
     BUSY_REASONS,
     Backoff,
     FailBack,
+    HelloLink,
     KeyNotAccepted,
     MasterBusy,
     MasterRestarted,
@@ -158,6 +159,7 @@ class Minion:
 
     async def session_loop(self, stop: asyncio.Event) -> None:
         watch: MasterWatch | None = None
+        link: HelloLink | None = None       # the hellos' connection, kept across busy refusals
         ready: Session | None = None        # opened by a failback probe: used instead of a new hello
         busy_streak = 0
         try:
@@ -167,12 +169,16 @@ class Minion:
                     if watch is not None:
                         watch.close()
                     watch = MasterWatch(self.ctx, master.pub_address, self.id)
+                if link is None or link.address != master.ret_address:
+                    if link is not None:
+                        link.close()
+                    link = HelloLink(master.ret_address, self.opts, self.ctx)
                 if ready is None:
                     if await self.pause(watch, stop):
                         break
                     try:
                         session = await authenticate(master.ret_address, self.identity, self.id, self.trust,
-                                                     self.opts, stop, self.ctx, self.prefix)
+                                                     self.opts, stop, self.ctx, self.prefix, link)
                     except KeyNotAccepted as exc:
                         self.refusals.warning(f"auth:{exc}", "%s%s", self.prefix, exc)
                         self.backoff.failed()
@@ -249,6 +255,8 @@ class Minion:
         finally:
             if watch is not None:
                 watch.close()
+            if link is not None:
+                link.close()
             if ready is not None:
                 ready.close()
 

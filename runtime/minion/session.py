@@ -193,11 +193,47 @@ class Session:
         self.client.close()
 
 
+class HelloLink:
+    """The connection a minion's hellos to one master go on, kept open across ``busy`` refusals:
+    a minion turned away comes back on the connection it has, instead of each refusal costing it
+    and the master a new TCP and ZeroMQ handshake (at 10,000 minions launched at once, more than
+    10,000 refusals: the master's listen queue overflowed and dropped connection attempts, each
+    one retried by the kernel a second or more later).  The session that a hello opens takes the
+    connection over (:meth:`take`); any other failure closes it."""
+
+    def __init__(self, address: str, opts: dict[str, Any], ctx: Any = None) -> None:
+        self.address = address
+        self.opts = opts
+        self.ctx = ctx
+        self._client: AsyncRequestClient | None = None
+
+    def client(self) -> AsyncRequestClient:
+        if self._client is None:
+            self._client = AsyncRequestClient(self.address, ctx=self.ctx, timeout=option(self.opts, "auth_timeout",
+                                                                                          float),
+                                              tries=option(self.opts, "auth_tries", int))
+        return self._client
+
+    def take(self) -> AsyncRequestClient:
+        """The connection, now the caller's (a session's): the next hello opens a new one."""
+        client, self._client = self.client(), None
+        return client
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+
 async def authenticate(address: str, identity: Identity, minion_id: str, trust: MasterTrust, opts: dict[str, Any],
-                       stop: asyncio.Event, ctx: Any = None, log_prefix: str = "") -> Session:
-    """Authenticate until accepted; raises SessionError on refusal or silence."""
-    timeout = option(opts, "auth_timeout", float)
-    client = AsyncRequestClient(address, ctx=ctx, timeout=timeout, tries=option(opts, "auth_tries", int))
+                       stop: asyncio.Event, ctx: Any = None, log_prefix: str = "",
+                       link: HelloLink | None = None) -> Session:
+    """Authenticate until accepted; raises SessionError on refusal or silence.  The hellos go on
+    ``link``'s connection, left open when the master refuses them ``busy`` (a new one otherwise,
+    closed on any failure)."""
+    kept = link is not None and link.address == address
+    hello = link if link is not None and kept else HelloLink(address, opts, ctx)
+    client = hello.client()
     offset = 0
     wait = option(opts, "acceptance_wait_time", float)
     wait_max = option(opts, "acceptance_wait_time_max", float) or wait
@@ -227,7 +263,7 @@ async def authenticate(address: str, identity: Identity, minion_id: str, trust: 
                     raise SessionError("auth reply: accepted without session keys")
                 log.info("%sauthenticated with the master (session %s)", log_prefix, result.session.sid.hex()[:8])
                 channel = ClientChannel(result.session, clock_offset_ms=offset)
-                return Session(client, channel, result, option(opts, "request_timeout", float),
+                return Session(hello.take(), channel, result, option(opts, "request_timeout", float),
                                option(opts, "request_tries", int))
             if result.outcome == "pending":
                 log.warning("%skey is pending acceptance on the master; retrying in %.1f s", log_prefix, wait)
@@ -242,6 +278,10 @@ async def authenticate(address: str, identity: Identity, minion_id: str, trust: 
             raise KeyNotAccepted(f"master answered {result.outcome}" + (f" ({result.reason})" if result.reason
                                                                         else ""), result.outcome)
         raise SessionError("stopping")
+    except MasterBusy:
+        if not kept:
+            hello.close()
+        raise
     except BaseException:
-        client.close()
+        hello.close()
         raise

@@ -4,8 +4,13 @@ the master's boot announcements (runtime/crypt/announce.py).
 One subscriber per master address lives as long as the minion talks to that master: during a
 session it carries the jobs, between sessions (while the minion backs off) it listens only for
 an announcement.  ZeroMQ reconnects it by itself when the master comes back (every 100 ms, at
-most every ``RECONNECT_MAX_MS``), the master's XPUB sees the subscription and announces itself,
-and the minion learns at once that its master restarted, instead of at its next heartbeat.
+most every ``RECONNECT_MAX_MS``), the master's XPUB sees the subscriptions, among them the hint of
+the minion's last session (``answered``: the master's clock in its last auth reply), announces
+itself when that session belonged to an earlier run, and the minion learns at once that its
+master restarted, instead of at its next heartbeat.  A minion process that never had a session
+with this master sends no hint (nothing of it was lost; its reconnect backoff paces its hellos):
+otherwise a fleet's first launch, or a fleet of minions restarting, would make an announcement
+due with every subscriber, each one copied to all of them.
 
 A verified announcement means "the master restarted" when its ``started`` time is later than the
 last time that master answered this minion (``last_answer_ms``, the master's clock in its last
@@ -34,6 +39,7 @@ from runtime.crypt.announce import (
     ANNOUNCE_TOPIC,
     Announcement,
     AnnouncementRefused,
+    hint_topic,
     open_announcement,
     peek_announcement,
 )
@@ -68,8 +74,15 @@ class MasterWatch:
         return frames[0], frames[1]
 
     def answered(self, master_now_ms: int) -> None:
-        """The master answered an auth hello at ``master_now_ms`` (its clock)."""
-        self.last_answer_ms = max(self.last_answer_ms, master_now_ms)
+        """The master answered an auth hello at ``master_now_ms`` (its clock).  The subscriber's
+        hint moves with it: should the master restart, the subscription the subscriber sends
+        again on reconnecting tells it that this minion's session belonged to the earlier run."""
+        previous = self.last_answer_ms
+        self.last_answer_ms = max(previous, master_now_ms)
+        if self.last_answer_ms != previous:
+            if previous:
+                self.sub.setsockopt(zmq.UNSUBSCRIBE, hint_topic(previous))
+            self.sub.setsockopt(zmq.SUBSCRIBE, hint_topic(self.last_answer_ms))
 
     def restarted(self, body: bytes, master_pub: bytes | None, clock_offset_ms: int) -> Announcement | None:
         """The announcement in ``body`` when it says the master restarted since it last answered

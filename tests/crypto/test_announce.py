@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import pytest
@@ -15,6 +16,8 @@ from runtime.crypt.announce import (
     MAX_SPREAD_S,
     Announcement,
     AnnouncementRefused,
+    hint_topic,
+    hinted_ms,
     open_announcement,
     peek_announcement,
     seal_announcement,
@@ -167,16 +170,24 @@ def test_announcer_paces_announcements_and_counts_the_fleet(tmp_path) -> None:
     got = open_announcement(master.public_raw, first)
     assert (got.started_ms, got.fleet, got.rate, got.boot) == (1_234, 7, 800.0, announcer.boot)
     assert announcer.take() is None and announcer.wait_ms() is None      # nothing due
-    for _ in range(1000):                                                # a thousand minions resubscribe
+    for _ in range(1000):                                                # a thousand new minions subscribe
         announcer.note_subscription(b"\x01master")
+        announcer.note_subscription(b"\x01" + hint_topic(1_234))       # (or answered by this run)
+    assert announcer.subscribers == 1000
+    assert announcer.wait_ms() is None                                   # no one's session was lost
+    for _ in range(1000):                                                # a thousand minions resubscribe
+        announcer.note_subscription(b"\x01" + hint_topic(1_233))       # whose session was of an earlier run
     assert announcer.take() is None                                      # within MIN_GAP_S of the last one
     assert announcer.wait_ms() == round(MIN_GAP_S * 1000)
     clock[0] += 2 * MIN_GAP_S
     assert announcer.take() is not None and announcer.take() is None    # one for all of them
     announcer.note_subscription(b"\x01all")                              # job topics do not count
     announcer.note_subscription(b"\x00master")                           # nor unsubscriptions
+    announcer.note_subscription(b"\x00" + hint_topic(1))
+    announcer.note_subscription(b"\x01" + hint_topic(1)[:-1])          # nor a malformed hint
     clock[0] += 1
     assert announcer.take() is None
+    assert hinted_ms(hint_topic(2**40)) == 2**40 and hinted_ms(b"master") is None
     (tmp_path / "minions").mkdir()
     for name in ("a", "b", ".tmp-x"):
         (tmp_path / "minions" / name).write_text("k")
@@ -192,6 +203,7 @@ def test_many_subscribers_get_announcements_further_apart() -> None:
     for _ in range(200):                                 # ten seconds of subscribers arriving, 50 each 50 ms
         for _ in range(50):
             announcer.note_subscription(b"\x01master")
+            announcer.note_subscription(b"\x01" + hint_topic(1_000))   # sessions of an earlier run
         announcer.note_subscription(b"\x01all")        # job topics are not counted
         clock[0] += MIN_GAP_S
         if announcer.take() is not None:
@@ -251,3 +263,88 @@ def test_admission_rate_follows_workers_and_config() -> None:
     assert one_worker == 400.0
     assert admission_rate({"worker_threads": 64}) >= one_worker
     assert admission_rate({"worker_threads": 64, "clear_rate_global": 50}) == 50.0
+
+
+def test_a_restarted_publisher_announces_for_minions_of_its_earlier_run_only() -> None:
+    """Real sockets on 127.0.0.1: a minion's subscriber (``MasterWatch``) that had a session with
+    the first run of a master makes an announcement due on the second run's Publisher when it
+    reconnects; a new minion's subscriber, and one answered by the second run, make none."""
+    from runtime.minion.watch import MasterWatch
+
+    async def main() -> None:
+        ctx = zmq.asyncio.Context()
+        plain = zmq.Context()
+        pub = publisher_socket(plain)
+        port = pub.bind_to_random_port("tcp://127.0.0.1")
+        address = f"tcp://127.0.0.1:{port}"
+        old = MasterWatch(ctx, address, "old")
+        new: MasterWatch | None = None
+        # as a minion does at all times: its loop reads the subscriber (which is also what makes
+        # ZeroMQ attach a reconnected connection and send the subscriptions again)
+        heard: asyncio.Queue[tuple[bytes, bytes] | None] = asyncio.Queue()
+
+        async def listen(watch: MasterWatch) -> None:
+            while True:
+                message = await watch.recv()
+                if watch is old:
+                    await heard.put(message)
+
+        async def drain(announcer: Announcer, until_subscribers: int) -> None:
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                while pub.poll(0):
+                    announcer.note_subscription(pub.recv())
+                if announcer.subscribers >= until_subscribers:
+                    await asyncio.sleep(0.2)             # and whatever the subscribers send after
+                    while pub.poll(0):
+                        announcer.note_subscription(pub.recv())
+                    return
+                await asyncio.sleep(0.02)
+            raise AssertionError(f"{announcer.subscribers} subscribers, {until_subscribers} expected")
+
+        readers = [asyncio.create_task(listen(old))]
+        try:
+            first_run = Announcer(Identity.generate(), 1_000, 800.0, lambda: 2)
+            assert first_run.take() is not None                           # the one at start
+            await drain(first_run, 1)
+            old.answered(5_000)                                           # a session with the first run
+            await drain(first_run, 1)
+            assert first_run.wait_ms() is None                            # nothing due: it is this run's
+            pub.close(linger=0)                                           # the master dies ...
+            pub = publisher_socket(plain)
+            for _ in range(100):                                          # ... and starts again (once
+                try:                                                      # libzmq has let the port go)
+                    pub.bind(address)
+                    break
+                except zmq.ZMQError:
+                    await asyncio.sleep(0.05)
+            second_run = Announcer(Identity.generate(), 9_000, 800.0, lambda: 2)
+            second_run.take()
+            new = MasterWatch(ctx, address, "new")                        # a minion never answered
+            readers.append(asyncio.create_task(listen(new)))
+            await drain(second_run, 2)
+            assert second_run.wait_ms() is not None                       # the old minion's hint: due
+            announcement = second_run.take()
+            assert announcement is not None
+            pub.send_multipart([ANNOUNCE_TOPIC, announcement])
+            got = await asyncio.wait_for(heard.get(), 5)
+            assert got is not None and got[0] == ANNOUNCE_TOPIC
+            assert old.restarted(got[1], second_run.identity.public_raw, 0) is not None
+            old.answered(9_500)                                           # it authenticated again
+            new.answered(9_600)
+            await asyncio.sleep(0.3)
+            while pub.poll(0):
+                second_run.note_subscription(pub.recv())
+            assert second_run.wait_ms() is None                           # answered by this run: none
+        finally:
+            for reader in readers:
+                reader.cancel()
+            await asyncio.gather(*readers, return_exceptions=True)
+            old.close()
+            if new is not None:
+                new.close()
+            pub.close(linger=0)
+            ctx.term()
+            plain.term()
+
+    asyncio.run(main())

@@ -138,3 +138,64 @@ def test_a_minion_reads_the_window_from_a_busy_answer_to_its_hello(ctx, tmp_path
         thread.join(5)
         router.close(linger=0)
         actx.destroy(linger=0)
+
+
+def test_a_minion_turned_away_busy_sends_its_next_hello_on_the_same_connection(ctx, tmp_path) -> None:
+    """Real sockets on 127.0.0.1: with a ``HelloLink`` (as the session loop keeps one per master)
+    two hellos refused ``busy`` arrive from one connection (one ROUTER peer); without one, each
+    hello opens its own; a hello that goes unanswered closes the kept connection."""
+    import asyncio
+    import threading
+
+    from runtime import config
+    from runtime.crypt.identity import Identity
+    from runtime.crypt.trust import MasterTrust
+    from runtime.minion.session import HelloLink, MasterBusy, MasterUnreachable, authenticate
+    from runtime.transport import bind, tcp_address
+
+    router = make_socket(ctx, zmq.ROUTER)
+    endpoint = bind(router, tcp_address("127.0.0.1", 0))
+    answer = codec.pack_envelope("clear", codec.error_load("busy", "request refused: busy"))
+    peers: list[bytes] = []
+
+    def serve(count: int) -> None:
+        for _ in range(count):
+            if router.poll(5000):
+                ident, empty, rid, _ = router.recv_multipart()
+                peers.append(ident)
+                router.send_multipart([ident, empty, rid, answer])
+
+    opts = config.load(None, "minion", {"pki_dir": str(tmp_path / "pki"), "auth_timeout": 2.0})
+    trust = MasterTrust(str(tmp_path / "pki"), None)
+    identity = Identity.generate()
+    actx = zmq.asyncio.Context()
+
+    async def hellos(link: HelloLink | None, count: int) -> None:
+        for _ in range(count):
+            with pytest.raises(MasterBusy):
+                await authenticate(endpoint, identity, "web01", trust, opts, asyncio.Event(), actx, link=link)
+
+    try:
+        for link in (None, HelloLink(endpoint, opts, actx)):
+            peers.clear()
+            thread = threading.Thread(target=serve, args=(2,), daemon=True)
+            thread.start()
+            asyncio.run(hellos(link, 2))
+            thread.join(5)
+            assert len(peers) == 2
+            if link is not None:
+                assert peers[0] == peers[1]           # one connection for both hellos
+                assert link._client is not None       # still open for the next one
+
+                async def unanswered(kept: HelloLink) -> None:
+                    with pytest.raises(MasterUnreachable):
+                        await authenticate(endpoint, identity, "web01", trust, opts, asyncio.Event(), actx,
+                                           link=kept)
+
+                asyncio.run(unanswered(link))          # nobody serves it: no reply in auth_timeout
+                assert link._client is None           # a connection that went silent is not kept
+            else:
+                assert peers[0] != peers[1]           # a connection per hello
+    finally:
+        router.close(linger=0)
+        actx.destroy(linger=0)
