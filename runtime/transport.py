@@ -161,13 +161,14 @@ def bound_port(endpoint: str) -> int:
 _SNDMORE = int(zmq.SNDMORE)
 _RCVMORE = int(zmq.RCVMORE)
 _POLLIN = int(zmq.POLLIN)
+_EVENTS = int(zmq.EVENTS)
 NOBLOCK = int(zmq.NOBLOCK)
 
 
 def readable(sock: zmq.Socket) -> bool:
     """Whether a message waits on ``sock`` (``ZMQ_EVENTS`` as a plain int: ``Socket.poll(0)``
     builds a Poller per call, and pyzmq's enum members do their ``&`` in Python)."""
-    return bool(int(sock.getsockopt(zmq.EVENTS)) & _POLLIN)
+    return bool(int(sock.getsockopt(_EVENTS)) & _POLLIN)
 
 
 def send_parts(sock: zmq.Socket, parts: list[Any], flags: int = 0) -> None:

@@ -10,8 +10,9 @@ whole life, and messages are taken with non-blocking receives.
 for the socket (a peer's message among them) and stops being readable once they are processed,
 which any non-blocking receive that finds nothing, and every read of ``ZMQ_EVENTS``, does.  So:
 
-* a reader drains until a receive finds nothing (or asks ``ZMQ_EVENTS``), so the descriptor never
-  stays readable with nobody to clear it (the loop would spin);
+* a reader drains until ``ZMQ_EVENTS`` says nothing is left (a receive that finds nothing would
+  clear it too, but raises ``zmq.Again``, which costs more than the receive), so the descriptor
+  never stays readable with nobody to clear it (the loop would spin);
 * a send may process those commands too, taking the notification of a reply that arrived
   meanwhile: after each send, ``ZMQ_EVENTS`` is read and a pending message drained.
 
@@ -58,6 +59,10 @@ class Dispatcher:
         sock = self.sock
         for _ in range(DRAIN_BATCH):
             try:
+                # asking ZMQ_EVENTS clears the notification as a receive that finds nothing does,
+                # without the exception (zmq.Again) that costs more than the receive
+                if not readable(sock):
+                    return
                 frames = recv_parts(sock, NOBLOCK)
             except zmq.Again:
                 return
@@ -112,6 +117,8 @@ class Inbox:
                 self.close()
             return
         try:
+            if not readable(self.sock):
+                return
             frames = recv_parts(self.sock, NOBLOCK)
         except zmq.Again:
             return
@@ -128,8 +135,9 @@ class Inbox:
         if self._closed:
             raise zmq.ZMQError(zmq.ENOTSOCK, "the socket was closed")
         try:
-            frames = recv_parts(self.sock, NOBLOCK)
-            return frames if frames is not None else []   # too many frames: an empty message
+            if readable(self.sock):
+                frames = recv_parts(self.sock, NOBLOCK)
+                return frames if frames is not None else []   # too many frames: an empty message
         except zmq.Again:
             pass
         # libzmq said "empty", so the next message will notify the descriptor
