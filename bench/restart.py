@@ -234,8 +234,9 @@ def main(argv: list[str] | None = None) -> int:
         + (f"; 1,000 swarm minions within 15 s: **"
            f"{'met' if common.median([r['all'] for r in results[f'saltpan swarm {args.swarm}']]) <= 15 else 'not met'}"
            "**" if args.swarm else "") + ".",
-        "- How: the restarted master's Publisher (an XPUB) sees each minion's subscriber reconnect and sends a "
-        "signed boot announcement (docs/protocol.md §6.1); minions re-authenticate at once, spread over "
+        "- How: the restarted master's Publisher (an XPUB) sees each minion's subscriber reconnect, with a "
+        "hint that its session was of the earlier run, and sends a signed boot announcement "
+        "(docs/protocol.md §6.1); minions re-authenticate at once, spread over "
         "accepted keys / announced rate seconds, instead of waiting for their next heartbeat (every 5 s) "
         "and a backoff.",
     ])
