@@ -398,7 +398,8 @@ OPTIONS: dict[str, Option] = {
                                      "Longest wait before a return the master refused as busy is sent again "
                                      "(each wait is random between the two).", unit="s"),
     "swarm_start_spread": Option(0.0, "num", "minion",
-                                 "`saltpan minion --swarm`: seconds over which the simulated minions start.",
+                                 "`saltpan minion --swarm`: pause after each 50 simulated minions started (0: "
+                                 "all start at once, the loop reading replies between each 50).",
                                  unit="s", salt=SALTPAN_ONLY),
     # ext_pillar drivers' connection settings, read from the master config as in Salt
     "postgres": Option({}, "any", "master", "Connection settings of the postgres ext_pillar (docs/ext_pillar.md).",
