@@ -51,11 +51,10 @@ class HelloBacklog:
     def waiting(self, now: float) -> int:
         """Addresses refused within ``FORGET_S`` and not admitted since."""
         while self._refused:
-            peer, when = self._refused.popitem(last=False)
+            peer, when = next(iter(self._refused.items()))     # the oldest refusal
             if when >= now - FORGET_S:
-                self._refused[peer] = when
-                self._refused.move_to_end(peer, last=False)
                 break
+            del self._refused[peer]
         return len(self._refused)
 
     def retry_s(self, now: float) -> float:

@@ -229,10 +229,9 @@ async def authenticate(address: str, identity: Identity, minion_id: str, trust: 
                        stop: asyncio.Event, ctx: Any = None, log_prefix: str = "",
                        link: HelloLink | None = None) -> Session:
     """Authenticate until accepted; raises SessionError on refusal or silence.  The hellos go on
-    ``link``'s connection, left open when the master refuses them ``busy`` (a new one otherwise,
-    closed on any failure)."""
-    kept = link is not None and link.address == address
-    hello = link if link is not None and kept else HelloLink(address, opts, ctx)
+    ``link``'s connection (to ``address``), left open when the master refuses them ``busy`` (a
+    connection of their own otherwise, closed on any failure)."""
+    hello = link if link is not None else HelloLink(address, opts, ctx)
     client = hello.client()
     offset = 0
     wait = option(opts, "acceptance_wait_time", float)
@@ -279,7 +278,7 @@ async def authenticate(address: str, identity: Identity, minion_id: str, trust: 
                                                                         else ""), result.outcome)
         raise SessionError("stopping")
     except MasterBusy:
-        if not kept:
+        if link is None:
             hello.close()
         raise
     except BaseException:
