@@ -70,6 +70,9 @@ class DataCache(Protocol):
     def snapshot(self, minion: str, banks: Iterable[str]) -> Snapshot:
         """The minion's entries in ``banks``, in one read."""
 
+    def snapshots(self, minions: Iterable[str], banks: Iterable[str]) -> dict[str, Snapshot]:
+        """:meth:`snapshot` of each of ``minions``, all in one read (a worker's batch of requests)."""
+
     def fetch(self, minion: str, bank: str) -> Any:
         """A fresh copy of the entry (the caller may change it), None when there is none."""
 
@@ -133,8 +136,8 @@ class BankCache(abc.ABC):
         """(text, updated) of the row."""
 
     @abc.abstractmethod
-    def _rows(self, minion: str, banks: list[str]) -> dict[str, tuple[str, float]]:
-        """{bank: (text, updated)} of the minion's rows in ``banks``."""
+    def _rows(self, minions: list[str], banks: list[str]) -> Iterator[tuple[str, str, str, float]]:
+        """(minion, bank, text, updated) of the rows of ``minions`` in ``banks``."""
 
     @abc.abstractmethod
     def _versions(self, bank: str) -> dict[str, Version]:
@@ -177,8 +180,17 @@ class BankCache(abc.ABC):
         return True
 
     def snapshot(self, minion: str, banks: Iterable[str]) -> Snapshot:
+        return self.snapshots((minion,), banks)[minion]
+
+    def snapshots(self, minions: Iterable[str], banks: Iterable[str]) -> dict[str, Snapshot]:
         wanted = sorted(set(banks))
-        return Snapshot(minion, frozenset(wanted), self._rows(minion, wanted))
+        who = sorted(set(minions))
+        rows: dict[str, dict[str, tuple[str, float]]] = {m: {} for m in who}
+        if who and wanted:
+            for minion, bank, text, updated in self._rows(who, wanted):
+                rows[minion][bank] = (text, updated)
+        covered = frozenset(wanted)
+        return {m: Snapshot(m, covered, found) for m, found in rows.items()}
 
     def fetch(self, minion: str, bank: str) -> Any:
         row = self._get(minion, bank)

@@ -32,7 +32,14 @@ from runtime.crypt.errors import CryptoError
 from runtime.crypt.identity import Identity
 from runtime.master.datacache import DataTooLarge
 from runtime.master.fileserver import FileServerError
-from runtime.master.handlers import HANDLER_CLASSES, Handler, Refused, WorkerContext, handler_table
+from runtime.master.handlers import (
+    HANDLER_CLASSES,
+    SEES_NO_RETURNS,
+    Handler,
+    Refused,
+    WorkerContext,
+    handler_table,
+)
 from runtime.master.store.errors import StoreError
 from runtime.transport_flows import encode_meta
 
@@ -61,7 +68,7 @@ class Worker:
         self.ctx = WorkerContext.open(opts, identity, ctx,
                                       transport.ipc_address(opts["sock_dir"], PUBLISH_PULL))
         self.refusals = self.ctx.refusals
-        table = handler_table(self.ctx)
+        self.table = table = handler_table(self.ctx)
         self.handlers: Mapping[type[protocol.Request[Any]], Handler] = table.single
         self.returns = table.returns
 
@@ -76,11 +83,14 @@ class Worker:
         return self.serve_many([(peer, body)])[0]
 
     def serve_many(self, requests: Sequence[tuple[str, bytes]]) -> list[tuple[bytes, bytes]]:
-        """:meth:`serve` for requests handed over together, answered in order.  Minions' returns
-        among them are stored with one commit (``_return``'s batch handler), those held back until
-        the next request of another kind or the end: a request after a return sees it stored."""
+        """:meth:`serve` for requests handed over together, answered in order.  All are opened
+        first and their session requests told to the handlers that read ahead for a batch
+        (``read_ahead``); minions' returns among them are stored with one commit (``_return``'s
+        batch handler), held back until the next request of a kind that may read them (any but
+        ``SEES_NO_RETURNS``) or the end: a request after a return that could see it sees it stored."""
         out: list[tuple[bytes, bytes]] = []
-        held: list[tuple[int, _Opened, protocol.JobReturn]] = []
+        work: list[tuple[int, _Opened, protocol.Request[Any] | Exception]] = []
+        clear: dict[int, tuple[str, dict[Any, Any]]] = {}
         for peer, body in requests:
             try:
                 envelope = protocol.read_envelope(body)
@@ -89,27 +99,46 @@ class Worker:
                 out.append((_clear(codec.error_load(exc.reason, str(exc))), b""))
                 continue
             if envelope.enc != codec.ENC_AES:
-                self._answer_held(held, out)
-                out.append(self._clear(peer, envelope.load))
+                clear[len(out)] = (peer, envelope.load)
+                out.append((b"", b""))    # answered in its turn below: after the returns before it are stored
                 continue
             opened = self._open(peer, envelope.load)
             if isinstance(opened, bytes):
                 out.append((opened, b""))
                 continue
-            meta = encode_meta(opened.request.session.sid, opened.minion_id)
             try:
-                message = self._message(opened)
+                message: protocol.Request[Any] | Exception = self._message(opened)
             except Exception as exc:  # noqa: BLE001 - answered (and logged) as the handler's own failures are
-                out.append((self._reply(opened, _raise(exc)), meta))
+                message = exc
+            work.append((len(out), opened, message))
+            out.append((b"", encode_meta(opened.request.session.sid, opened.minion_id)))
+        self.read_ahead([(o.minion_id, m) for _, o, m in work if not isinstance(m, Exception)])
+        held: list[tuple[int, _Opened, protocol.JobReturn]] = []
+        turns = sorted([(i, None) for i in clear] + [(i, (o, m)) for i, o, m in work], key=lambda t: t[0])
+        for index, item in turns:
+            if item is None:
+                self._answer_held(held, out)
+                out[index] = self._clear(*clear[index])
                 continue
+            opened, message = item
             if isinstance(message, protocol.JobReturn):
-                held.append((len(out), opened, message))
-                out.append((b"", meta))     # its reply comes with the others held
+                held.append((index, opened, message))     # its reply comes with the others held
                 continue
-            self._answer_held(held, out)
-            out.append((self._reply(opened, partial(self.handlers[type(message)], opened.minion_id, message)), meta))
+            if isinstance(message, Exception):
+                out[index] = (self._reply(opened, _raise(message)), out[index][1])
+                continue
+            if type(message) not in SEES_NO_RETURNS:
+                self._answer_held(held, out)
+            out[index] = (self._reply(opened, partial(self.handlers[type(message)], opened.minion_id, message)),
+                          out[index][1])
         self._answer_held(held, out)
         return out
+
+    def read_ahead(self, requests: Sequence[tuple[str, protocol.Request[Any]]]) -> None:
+        try:
+            self.table.read_ahead(requests)
+        except Exception:  # noqa: BLE001 - only a saving: each request reads for itself without it
+            self.refusals.exception("internal:read_ahead", "reading ahead for %d requests failed", len(requests))
 
     def _answer_held(self, held: list[tuple[int, _Opened, protocol.JobReturn]],
                      out: list[tuple[bytes, bytes]]) -> None:

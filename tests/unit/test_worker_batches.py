@@ -55,22 +55,25 @@ def test_returns_handed_together_are_stored_at_once_and_answered_each(harness: H
 
     jobs.add_returns = counting  # type: ignore[method-assign]
     payloads = [_return(jids[0]), _return(jids[1], {"n": 1}), _return(jids[0], "again"),
-                {"cmd": "_heartbeat", "id": MINION},
-                _return(jids[2]), _return("20261127000000000099"), _return(jids[3])]
-    sealed = [harness.channel.seal_request(p) for p in payloads]
+                {"cmd": "_heartbeat", "id": MINION}, _return(jids[2]),
+                None,   # a clear request: handled after the returns before it are stored
+                _return("20261127000000000099"), _return(jids[3])]
     clear = codec.pack_envelope(codec.ENC_CLEAR, {"cmd": "nonsense"})
-    served = harness.worker.serve_many([("127.0.0.1", body) for _, body in sealed] + [("127.0.0.1", clear)])
+    sealed = [harness.channel.seal_request(p) if p is not None else (None, clear) for p in payloads]
+    served = harness.worker.serve_many([("127.0.0.1", body) for _, body in sealed])
 
-    assert len(served) == len(payloads) + 1
-    outcomes = [_outcome(harness, counter, reply) for (counter, _), (reply, _) in zip(sealed, served, strict=False)]
+    assert len(served) == len(payloads)
+    outcomes = [_outcome(harness, counter, reply) if counter is not None else None
+                for (counter, _), (reply, _) in zip(sealed, served, strict=True)]
     assert outcomes[:3] == ["ok", "ok", "duplicate"], outcomes
     assert isinstance(outcomes[3], dict) and "error" not in outcomes[3], outcomes   # the heartbeat's answer
-    assert outcomes[4:] == ["ok", "unknown_job", "ok"], outcomes
-    assert codec.unpack_envelope(served[-1][0]).load["error"]["reason"] == "unknown_command"
-    assert all(meta for _, meta in served[:-1]) and served[-1][1] == b""
-    # the returns before the heartbeat went in one call, the three after it in another
+    assert outcomes[4:] == ["ok", None, "unknown_job", "ok"], outcomes
+    assert codec.unpack_envelope(served[5][0]).load["error"]["reason"] == "unknown_command"
+    assert all(meta for i, (_, meta) in enumerate(served) if i != 5) and served[5][1] == b""
+    # a heartbeat reads no returns: the returns on both sides of it went in one call; the clear
+    # request (which might) came after them, and the return after it in another call
     assert [[(r.jid, r.ret) for r in rows] for rows in calls] == [
-        [(jids[0], True), (jids[1], {"n": 1}), (jids[0], "again")], [(jids[2], True), (jids[3], True)]]
+        [(jids[0], True), (jids[1], {"n": 1}), (jids[0], "again"), (jids[2], True)], [(jids[3], True)]]
     assert {jid: jobs.returns(jid)[MINION]["return"] for jid in jids} == {
         jids[0]: True, jids[1]: {"n": 1}, jids[2]: True, jids[3]: True}
 

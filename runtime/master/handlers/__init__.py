@@ -12,7 +12,9 @@ maps the ``runtime.protocol`` request classes it answers to its methods.
 A clear handler is called ``(peer, message)``, a session handler ``(minion_id, message)`` with
 the id bound to the session; each returns its request's reply class, or raises ``Refused``
 (answered with an error reply).  ``_return`` has a second entry for the returns a worker is
-handed together (``JobHandlers.job_return_many``: one commit for all of them).
+handed together (``JobHandlers.job_return_many``: one commit for all of them), and a worker tells
+``MinionDataHandlers.read_ahead`` the session requests of a batch before answering them (the
+stored grains and pillar of all its ``_pillar`` requests' minions: one read).
 ``runtime.master.worker`` dispatches to them; tests fail when a request class has no handler, a
 handler no request class, or a public method is unclassified (tests/security/test_allowlist.py,
 tests/unit/test_protocol.py).
@@ -40,18 +42,26 @@ HANDLER_CLASSES: tuple[type[KeyHandlers | JobHandlers | MinionDataHandlers | Eve
 
 
 ReturnsHandler = Callable[[Sequence[tuple[str, protocol.JobReturn]]], list[Exception | None]]
+ReadAhead = Callable[[Sequence[tuple[str, protocol.Request[Any]]]], None]
+
+# Session requests whose handlers never read the job cache: minions' returns handed to a worker
+# before one of these may be stored after it is answered, together with later returns (one commit).
+SEES_NO_RETURNS: frozenset[type[protocol.Request[Any]]] = frozenset({
+    protocol.PillarRequest, protocol.GrainsUpload, protocol.Heartbeat})
 
 
 @dataclass(frozen=True)
 class HandlerTable:
     single: Mapping[type[protocol.Request[Any]], Handler]   # request class -> bound handler (read-only)
     returns: ReturnsHandler                                   # several minions' _return at once
+    read_ahead: ReadAhead                                     # told a batch's session requests before they are answered
 
 
 def handler_table(ctx: WorkerContext) -> HandlerTable:
     """The bound handlers, built only from the ``HANDLES`` tables."""
     table: dict[type[protocol.Request[Any]], Handler] = {}
     returns: ReturnsHandler | None = None
+    read_ahead: ReadAhead | None = None
     for cls in HANDLER_CLASSES:
         handlers = cls(ctx)
         for request, name in cls.HANDLES.items():
@@ -60,8 +70,11 @@ def handler_table(ctx: WorkerContext) -> HandlerTable:
             table[request] = getattr(handlers, name)
         if isinstance(handlers, JobHandlers):
             returns = handlers.job_return_many
-    assert returns is not None, "JobHandlers is one of HANDLER_CLASSES"
-    return HandlerTable(MappingProxyType(table), returns)
+        if isinstance(handlers, MinionDataHandlers):
+            read_ahead = handlers.read_ahead
+    assert returns is not None and read_ahead is not None, "JobHandlers and MinionDataHandlers are HANDLER_CLASSES"
+    return HandlerTable(MappingProxyType(table), returns, read_ahead)
 
 
-__all__ = ["HANDLER_CLASSES", "Handler", "HandlerTable", "Refused", "ReturnsHandler", "WorkerContext", "handler_table"]
+__all__ = ["HANDLER_CLASSES", "SEES_NO_RETURNS", "Handler", "HandlerTable", "ReadAhead", "Refused", "ReturnsHandler",
+           "WorkerContext", "handler_table"]

@@ -3,7 +3,8 @@ and the Salt mine (``_mine``, ``_mine_get``, ``_mine_delete``, ``_mine_flush``: 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -12,7 +13,7 @@ from runtime import protocol
 from runtime.config import option, optional_option
 from runtime.master import mine
 from runtime.master.handlers.context import Refused, WorkerContext
-from runtime.master.store.errors import StoreUnavailable
+from runtime.master.store.errors import StoreError, StoreUnavailable
 
 if TYPE_CHECKING:
     from runtime.master.datacache import Snapshot
@@ -28,11 +29,28 @@ class MinionDataHandlers:
         protocol.MineDelete: "mine_delete",
         protocol.MineFlush: "mine_flush",
     })
-    NON_HANDLERS: ClassVar[frozenset[str]] = frozenset()
+    NON_HANDLERS: ClassVar[frozenset[str]] = frozenset({"read_ahead"})
+    PILLAR_BANKS = ("grains", "pillar")   # what a _pillar request compares its writes with (and the cached pillar)
 
     def __init__(self, ctx: WorkerContext) -> None:
         self.ctx = ctx
         self._pillar: PillarService | None = None   # made at the first _pillar (it loads the compiler)
+        self._ahead: dict[str, Snapshot] = {}       # minion id -> its entries, read for this batch's _pillar
+
+    def read_ahead(self, requests: Sequence[tuple[str, protocol.Request[Any]]]) -> None:
+        """The stored entries of every minion with a ``_pillar`` request among ``requests`` (a
+        worker's batch), in one read instead of one per request; a minion with another request in
+        the batch too, which could change them first, is left to read its own.  A read that fails
+        is left to each request to make (and report)."""
+        self._ahead = {}
+        asked = Counter(minion_id for minion_id, _ in requests)
+        wanted = [m for m, r in requests if isinstance(r, protocol.PillarRequest) and asked[m] == 1]
+        if len(wanted) < 2:
+            return
+        try:
+            self._ahead = self.ctx.data.snapshots(wanted, self.PILLAR_BANKS)
+        except StoreError:
+            self._ahead = {}
 
     def _store_grains(self, minion_id: str, grains: dict[str, Any], known: Snapshot | None = None) -> None:
         stored = dict(grains)
@@ -53,7 +71,7 @@ class MinionDataHandlers:
         # would write (most often the same), and the cached pillar with pillar_cache
         known: Snapshot | None = None
         try:
-            known = self.ctx.data.snapshot(minion_id, ("grains", "pillar"))
+            known = self._ahead.pop(minion_id, None) or self.ctx.data.snapshot(minion_id, self.PILLAR_BANKS)
             if grains is not None:
                 self._store_grains(minion_id, grains, known)
         except StoreUnavailable as exc:   # the pillar is compiled from the grains sent all the same

@@ -36,10 +36,12 @@ class PgDataCache(BankCache):
                                               "AND bank = %s", (minion, bank)).fetchone(), transaction=False)
         return None if row is None else (row[0], float(row[1]))
 
-    def _rows(self, minion: str, banks: list[str]) -> dict[str, tuple[str, float]]:
-        rows = self.db.run(lambda c: c.execute("SELECT bank, value, updated FROM saltpan_minion_data WHERE minion = %s "
-                                               "AND bank = ANY(%s)", (minion, banks)).fetchall(), transaction=False)
-        return {b: (v, float(u)) for b, v, u in rows}
+    def _rows(self, minions: list[str], banks: list[str]) -> Iterator[tuple[str, str, str, float]]:
+        rows = self.db.run(lambda c: c.execute("SELECT minion, bank, value, updated FROM saltpan_minion_data WHERE "
+                                               "minion = ANY(%s) AND bank = ANY(%s)", (minions, banks)).fetchall(),
+                           transaction=False)
+        for minion, bank, value, updated in rows:
+            yield minion, bank, value, float(updated)
 
     def _versions(self, bank: str) -> dict[str, Version]:
         rows = self.db.run(lambda c: c.execute("SELECT minion, updated, length(value) FROM saltpan_minion_data "

@@ -33,10 +33,10 @@ class SQLiteDataCache(BankCache):
         row = self._db.execute("SELECT value, updated FROM data WHERE minion=? AND bank=?", (minion, bank)).fetchone()
         return (row[0], row[1]) if row else None
 
-    def _rows(self, minion: str, banks: list[str]) -> dict[str, tuple[str, float]]:
-        marks = ", ".join("?" * len(banks))
-        return {b: (v, u) for b, v, u in self._db.execute(
-            f"SELECT bank, value, updated FROM data WHERE minion=? AND bank IN ({marks})", (minion, *banks))}
+    def _rows(self, minions: list[str], banks: list[str]) -> Iterator[tuple[str, str, str, float]]:
+        who, which = ", ".join("?" * len(minions)), ", ".join("?" * len(banks))
+        yield from self._db.execute(f"SELECT minion, bank, value, updated FROM data WHERE minion IN ({who}) "
+                                    f"AND bank IN ({which})", (*minions, *banks)).fetchall()
 
     def _versions(self, bank: str) -> dict[str, Version]:
         return {m: (u, n) for m, u, n in self._db.execute(
