@@ -128,6 +128,53 @@ def test_requests_spread_over_several_workers(ctx, reqserver):
             assert codec.unpack_envelope(client.request(b"%d" % i)).load["body"] == b"%d" % i
 
 
+def test_a_lone_request_goes_to_the_worker_idle_the_shortest(ctx, tmp_path):
+    """Requests one after the other all go to the worker that answered the last one (it stays warm,
+    the others sleep); requests that arrive together still go to as many idle workers."""
+    server = ReqServer(ctx, str(tmp_path / "sock"))
+    stop = threading.Event()
+    served: list[tuple[int, bytes]] = []
+
+    def worker(index: int) -> None:
+        sock = WorkerSocket(ctx, server.workers)
+        while not stop.is_set():
+            request = recv_request(sock, 50)
+            if request is not None:
+                served.append((index, request.body))
+                time.sleep(0.05)
+                send_reply(sock, request, request.body)
+        sock.close()
+
+    threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(3)]
+    for thread in threads:
+        thread.start()
+    raw = make_socket(ctx, zmq.DEALER)
+    raw.connect(server.endpoint)
+    try:
+        deadline = time.monotonic() + 10
+        while len(server.proxy.ready) < 3 and time.monotonic() < deadline:   # all three announced
+            time.sleep(0.02)
+        assert len(server.proxy.ready) == 3
+        for i in range(6):
+            raw.send_multipart([b"", b"one-%04d" % i, b"one"])
+            assert raw.poll(5000)
+            raw.recv_multipart()
+        assert len({index for index, _ in served}) == 1, served
+        served.clear()
+        for i in range(3):
+            raw.send_multipart([b"", b"all-%04d" % i, b"all"])
+        for _ in range(3):
+            assert raw.poll(5000)
+            raw.recv_multipart()
+        assert len({index for index, _ in served}) == 3, served
+    finally:
+        raw.close(linger=0)
+        stop.set()
+        for thread in threads:
+            thread.join(5)
+        server.close()
+
+
 # ---------------------------------------------------------------- the replay race across processes
 
 def _sealed_worker(address, db_path, stop):
@@ -164,12 +211,17 @@ def test_one_request_sent_to_two_worker_processes_at_once_is_processed_once(ctx,
     raw = make_socket(ctx, zmq.DEALER)
     raw.connect(server.endpoint)
     try:
-        # wait until both workers are connected: pings answered by two different processes
-        pids, deadline = set(), time.monotonic() + 10
+        # wait until both workers are connected: two pings sent together (the proxy hands a lone
+        # request to the worker idle the shortest) answered by two different processes
+        pids, deadline, sent = set(), time.monotonic() + 10, 0
         while len(pids) < 2 and time.monotonic() < deadline:
-            raw.send_multipart([b"", b"ping%04d" % len(pids), b"ping"])
-            if raw.poll(200):
-                pids.add(raw.recv_multipart()[2])
+            for _ in range(2):
+                raw.send_multipart([b"", b"ping%04d" % sent, b"ping"])
+                sent += 1
+            answered = set()
+            while len(answered) < 2 and raw.poll(200):
+                answered.add(raw.recv_multipart()[2])
+            pids = answered
         assert len(pids) == 2
         while raw.poll(200):
             raw.recv_multipart()
