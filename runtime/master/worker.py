@@ -68,9 +68,10 @@ class Worker:
         self.ctx = WorkerContext.open(opts, identity, ctx,
                                       transport.ipc_address(opts["sock_dir"], PUBLISH_PULL))
         self.refusals = self.ctx.refusals
-        self.table = table = handler_table(self.ctx)
+        table = handler_table(self.ctx)
         self.handlers: Mapping[type[protocol.Request[Any]], Handler] = table.single
         self.returns = table.returns
+        self._read_ahead = table.read_ahead
 
     def handle(self, peer: str, body: bytes) -> bytes:
         """The reply body to one request body from ``peer`` (the client's address)."""
@@ -89,8 +90,9 @@ class Worker:
         batch handler), held back until the next request of a kind that may read them (any but
         ``SEES_NO_RETURNS``) or the end: a request after a return that could see it sees it stored."""
         out: list[tuple[bytes, bytes]] = []
-        work: list[tuple[int, _Opened, protocol.Request[Any] | Exception]] = []
-        clear: dict[int, tuple[str, dict[Any, Any]]] = {}
+        # in their order: (index in out, the session request opened or a clear request's peer, its
+        # message (or why it has none) or the clear load)
+        turns: list[tuple[int, _Opened | str, Any]] = []
         for peer, body in requests:
             try:
                 envelope = protocol.read_envelope(body)
@@ -99,7 +101,7 @@ class Worker:
                 out.append((_clear(codec.error_load(exc.reason, str(exc))), b""))
                 continue
             if envelope.enc != codec.ENC_AES:
-                clear[len(out)] = (peer, envelope.load)
+                turns.append((len(out), peer, envelope.load))
                 out.append((b"", b""))    # answered in its turn below: after the returns before it are stored
                 continue
             opened = self._open(peer, envelope.load)
@@ -110,33 +112,30 @@ class Worker:
                 message: protocol.Request[Any] | Exception = self._message(opened)
             except Exception as exc:  # noqa: BLE001 - answered (and logged) as the handler's own failures are
                 message = exc
-            work.append((len(out), opened, message))
+            turns.append((len(out), opened, message))
             out.append((b"", encode_meta(opened.request.session.sid, opened.minion_id)))
-        self.read_ahead([(o.minion_id, m) for _, o, m in work if not isinstance(m, Exception)])
+        self.read_ahead([(who.minion_id, what) for _, who, what in turns
+                         if isinstance(who, _Opened) and not isinstance(what, Exception)])
         held: list[tuple[int, _Opened, protocol.JobReturn]] = []
-        turns = sorted([(i, None) for i in clear] + [(i, (o, m)) for i, o, m in work], key=lambda t: t[0])
-        for index, item in turns:
-            if item is None:
+        for index, who, what in turns:
+            if isinstance(who, str):
                 self._answer_held(held, out)
-                out[index] = self._clear(*clear[index])
-                continue
-            opened, message = item
-            if isinstance(message, protocol.JobReturn):
-                held.append((index, opened, message))     # its reply comes with the others held
-                continue
-            if isinstance(message, Exception):
-                out[index] = (self._reply(opened, _raise(message)), out[index][1])
-                continue
-            if type(message) not in SEES_NO_RETURNS:
-                self._answer_held(held, out)
-            out[index] = (self._reply(opened, partial(self.handlers[type(message)], opened.minion_id, message)),
-                          out[index][1])
+                out[index] = self._clear(who, what)
+            elif isinstance(what, protocol.JobReturn):
+                held.append((index, who, what))     # its reply comes with the others held
+            elif isinstance(what, Exception):
+                out[index] = (self._reply(who, _raise(what)), out[index][1])
+            else:
+                if type(what) not in SEES_NO_RETURNS:
+                    self._answer_held(held, out)
+                out[index] = (self._reply(who, partial(self.handlers[type(what)], who.minion_id, what)),
+                              out[index][1])
         self._answer_held(held, out)
         return out
 
     def read_ahead(self, requests: Sequence[tuple[str, protocol.Request[Any]]]) -> None:
         try:
-            self.table.read_ahead(requests)
+            self._read_ahead(requests)
         except Exception:  # noqa: BLE001 - only a saving: each request reads for itself without it
             self.refusals.exception("internal:read_ahead", "reading ahead for %d requests failed", len(requests))
 

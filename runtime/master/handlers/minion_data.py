@@ -50,7 +50,7 @@ class MinionDataHandlers:
         try:
             self._ahead = self.ctx.data.snapshots(wanted, self.PILLAR_BANKS)
         except StoreError:
-            self._ahead = {}
+            return
 
     def _store_grains(self, minion_id: str, grains: dict[str, Any], known: Snapshot | None = None) -> None:
         stored = dict(grains)
