@@ -5,8 +5,10 @@ Framing on the request port (ret_port, 4506)::
 
     client DEALER  -> [b"", rid, body]                    (rid: 8 random bytes per attempt)
     ROUTER (proxy) -> [identity, b"", rid, body]
-    proxy DEALER   -> [identity, b"", peer, rid, body]    (peer: the client's IP, text)
-    worker REP     <- [peer, rid, body]   and replies [rid, body]
+    proxy ROUTER   -> worker DEALER [b"", identity, peer, rid, body] (peer: the client's IP, text;
+                      identity, peer, rid, body once per request handed together)
+    worker DEALER  -> proxy [b"", identity, rid, reply, meta, work]   (meta: the session served or
+                      empty; work: encode_work)
     client DEALER  <- [b"", rid, reply]                   (a reply with another rid is dropped)
 
 Publish port (publish_port, 4505): ``[topic, body]`` on PUB/SUB; ``BROADCAST`` or
@@ -32,6 +34,7 @@ from typing import Any, TypeVar
 import zmq
 
 from runtime.private_files import ensure_private_dir
+from runtime.workclock import WorkClock
 
 RID_SIZE = 8
 MAX_FRAMES = 8
@@ -310,12 +313,17 @@ class WorkerSocket:
     announces itself ``READY`` when it starts and, while idle, now and then (so a restarted proxy
     learns about it).  Each request gets its own reply, in the order they came."""
 
-    def __init__(self, ctx: zmq.Context, address: str, limits: SocketLimits = DEFAULT_LIMITS) -> None:
+    def __init__(self, ctx: zmq.Context, address: str, limits: SocketLimits = DEFAULT_LIMITS,
+                 clock: WorkClock | None = None) -> None:
         self.sock = make_socket(ctx, zmq.DEALER, limits)
         self.sock.connect(address)
         self._poller = zmq.Poller()
         self._poller.register(self.sock, zmq.POLLIN)
         self._handed: deque[WorkerRequest] = deque()    # handed together, not yet taken by recv()
+        self._clock = clock or WorkClock()
+        self._batch_start = self._clock.stamp()
+        self._batch_size = 1
+        self._work_each: bytes | None = None      # each reply's share of the batch's work, once known
         self._announce()
 
     def _announce(self) -> None:
@@ -342,20 +350,38 @@ class WorkerSocket:
         frames = recv_parts(self.sock, NOBLOCK, 1 + 4 * WORKER_BATCH_MAX)
         if frames is None or len(frames) < 5 or (len(frames) - 1) % 4 or frames[0] != b"":
             return [WorkerRequest("unknown", b"", b"")]
-        return [WorkerRequest(frames[i + 1].decode("ascii", "replace"), frames[i + 2], frames[i + 3], frames[i])
-                for i in range(1, len(frames), 4)]
+        handed = [WorkerRequest(frames[i + 1].decode("ascii", "replace"), frames[i + 2], frames[i + 3], frames[i])
+                  for i in range(1, len(frames), 4)]
+        self._batch_start, self._batch_size, self._work_each = self._clock.stamp(), len(handed), None
+        return handed
 
     def reply(self, request: WorkerRequest, body: bytes, meta: bytes = b"") -> None:
         """Answer ``request`` (a malformed one, which cannot be routed, only frees the worker).
-        ``meta`` (:func:`runtime.transport_flows.encode_meta`) tells the proxy the session served."""
+        ``meta`` (:func:`runtime.transport_flows.encode_meta`) tells the proxy the session served;
+        each reply also tells it its request's share of the work on the requests handed together,
+        from their arrival to the first reply (:func:`encode_work`)."""
         if request.client and request.rid:
-            send_parts(self.sock, [b"", request.client, request.rid, body, *([meta] if meta else [])])
+            if self._work_each is None:
+                self._work_each = encode_work(self._clock.work_since(self._batch_start) / self._batch_size)
+            send_parts(self.sock, [b"", request.client, request.rid, body, meta, self._work_each])
             self._idle_since = time.monotonic()
         else:
             self._announce()
 
     def close(self) -> None:
         self.sock.close(linger=0)
+        self._clock.close()
+
+
+def encode_work(seconds: float) -> bytes:
+    """A worker's time on one request, less its waits for a CPU (``runtime.workclock``): whole
+    microseconds, 4 bytes big-endian (at most about 71 minutes)."""
+    return min(max(0, round(seconds * 1e6)), 0xFFFFFFFF).to_bytes(4, "big")
+
+
+def decode_work(frame: bytes) -> float | None:
+    """:func:`encode_work`'s seconds, None for anything else."""
+    return int.from_bytes(frame, "big") / 1e6 if len(frame) == 4 else None
 
 
 def recv_request(worker: WorkerSocket, timeout_ms: int) -> WorkerRequest | None:

@@ -119,6 +119,7 @@ class Flow(Generic[T]):
     usage: float = 0.0            # worker seconds attained (charged at dispatch, corrected at the reply)
     in_flight: int = 0
     cost: float = FIRST_COST_S    # recent worker seconds per request
+    work: float = FIRST_COST_S    # the same less the workers' waits for a CPU (runtime.workclock), when told
     version: int = 0              # which heap entry is current
     last_active: float = 0.0
 
@@ -304,14 +305,19 @@ class FairQueue(Generic[T]):
             for flow in aside:
                 self._schedule(state, flow)
 
-    def done(self, taken: Taken[T], elapsed: float, now: float, *, ran: bool = True) -> None:
+    def done(self, taken: Taken[T], elapsed: float, now: float, *, ran: bool = True,
+             work: float | None = None) -> None:
         """The reply to ``taken`` came after ``elapsed`` seconds at a worker (``ran=False``: it
-        never reached one, its connection gone or its worker lost; the lane's cost is not moved)."""
+        never reached one, its connection gone or its worker lost; the lane's cost is not moved),
+        of which ``work`` were not spent waiting for a CPU (None: unknown, taken as ``elapsed``).
+        Fair shares and the hellos' admission go by the wall time; how many requests are handed to
+        a worker at once goes by the work, which does not shrink the batches on shared cores."""
         flow = taken.flow
         flow.in_flight = max(0, flow.in_flight - 1)
         elapsed = min(max(elapsed, 0.0), MAX_COST_S)
         flow.usage += elapsed - taken.charged
         flow.cost = 0.7 * flow.cost + 0.3 * elapsed
+        flow.work = 0.7 * flow.work + 0.3 * (elapsed if work is None else min(max(work, 0.0), MAX_COST_S))
         if ran:
             self.lane_cost[flow.lane] = 0.9 * self.lane_cost[flow.lane] + 0.1 * elapsed
         flow.last_active = now

@@ -5,7 +5,7 @@
   from a body laid out exactly as saltpan packs it (then the workers' decoding, which refuses
   duplicate keys, reads the same id or refuses the body), and maps it to its minion with what the
   workers tell it: a worker's reply to an accepted hello or to a sealed request carries the
-  session id and minion id (:data:`runtime.transport.WORKER_META`).  A session the proxy does not
+  session id and minion id (:func:`encode_meta`).  A session the proxy does not
   know yet (the master restarted, or a forged id) is charged to its source address.
 * A local client's proof is checked in the proxy with the same function the workers use
   (``verify_proof``) and the user's key from ``cachedir``: a proof that verifies under the

@@ -24,6 +24,7 @@ from runtime.transport import (
     READY,
     RID_SIZE,
     WORKER_BATCH_MAX,
+    decode_work,
     readable,
     recv_frames,
     send_parts,
@@ -127,7 +128,7 @@ class ProxyStats:
 QueueLimits = FairLimits     # the proxy's queue bounds and schedule (runtime.transport_fair)
 
 EXPIRE_EVERY_S = 0.1         # how often the auth lane is searched for hellos that waited too long
-BATCH_WORK_S = 0.02          # a worker is handed more requests at once while their flows' recent cost is below this
+BATCH_WORK_S = 0.02          # a worker is handed more requests at once while their flows' recent work is below this
 
 @dataclass(eq=False)
 class _Pending:
@@ -185,17 +186,19 @@ class RequestProxy:
       so far.  Workers (DEALER, :class:`WorkerSocket`) announce ``READY`` when idle and are handed
       one request; only while more wait than there are idle workers, a worker is handed several
       minions' requests at once (up to ``WORKER_BATCH_MAX``, and about ``BATCH_WORK_S`` of the work
-      their flows' requests took so far), which it answers in turn — so that a burst of minions' returns is
+      their flows' requests took so far, as the workers measure it: without their waits for a CPU,
+      ``runtime.workclock``), which it answers in turn — so that a burst of minions' returns is
       stored with one commit per handful, not one each — and the backlog inside a worker stays
       that small.
     * Requests older than their lane's ``max_wait_s`` are dropped unanswered (the client already
       retried), except hellos: answered ``busy`` (their lane's bound is under the minions'
       auth_timeout), also while admission holds them back (``FairQueue.admitting``).  Replies are passed back unchanged; a worker's reply may carry the session it
-      served (:data:`WORKER_META`), which is how the proxy learns which minion a session is.
+      served (:func:`runtime.transport_flows.encode_meta`), which is how the proxy learns which minion a session is.
 
     Frames: proxy -> worker ``[worker, b"", client, peer, rid, body]`` (``client, peer, rid, body``
     once per request handed together); worker -> proxy, for each request
-    ``[worker, b"", client, rid, reply]`` (``+ [meta]``) or ``[worker, b"", READY]``.
+    ``[worker, b"", client, rid, reply, meta, work]`` (``meta``: :func:`encode_meta` or empty;
+    ``work``: :func:`runtime.transport.encode_work`; both may be left off) or ``[worker, b"", READY]``.
     :meth:`run` returns when ``stop`` is set.
     """
 
@@ -350,7 +353,7 @@ class RequestProxy:
             if worker not in self.busy:        # an idle announcement racing a dispatch is ignored
                 self.ready[worker] = None
             return
-        if len(frames) not in (5, 6):
+        if len(frames) not in (5, 6, 7):
             self.stats.malformed += 1
             return
         now = self.clock()
@@ -362,14 +365,15 @@ class RequestProxy:
             if taken is not None:
                 # its time at the worker: the requests handed together share the time until the first reply
                 # (a worker answers them once it has served all)
-                self.fair.done(taken, entry.share(now), now)
+                self.fair.done(taken, entry.share(now), now,
+                               work=decode_work(frames[6].bytes) if len(frames) == 7 else None)
                 pending = taken.item
             if not entry.waiting:
                 del self.busy[worker]
         if worker not in self.busy:
             self.ready[worker] = None
         self.stats.replies += 1
-        if len(frames) == 6:
+        if len(frames) >= 6:
             meta = decode_meta(frames[5].bytes)
             if meta is not None:
                 self.sessions.learn(*meta)
@@ -439,7 +443,7 @@ class RequestProxy:
         lane = first.flow.lane
         if lane != Lane.SESSION:
             return more
-        work = first.flow.cost
+        work = first.flow.work
         while (len(more) + 1 < WORKER_BATCH_MAX and work < BATCH_WORK_S
                and self.fair.total_waiting() > len(self.ready)):
             taken = self.fair.pop_lane(lane, now, max(1, len(self.ready) + len(self.busy)), self._expired,
@@ -449,7 +453,7 @@ class RequestProxy:
             if self._gone(taken, now):
                 continue
             more.append(taken)
-            work += taken.flow.cost
+            work += taken.flow.work
         return more
 
     def waiting(self) -> dict[Lane, int]:
