@@ -509,8 +509,8 @@ def report(args: argparse.Namespace, runs: list[Run]) -> str:
     shown = order[len(order) // 2]
     cpu_x = median_or_none([r["cpu"] for r in ratios])
     ping_x = median_or_none([r["ping"] for r in ratios])
-    failovers = [r["failover"] for r in ratios]
-    fo = None if any(f is None for f in failovers) else max(f for f in failovers if f is not None)
+    failovers = [r["failover"] for r in ratios if r["failover"] is not None]
+    fo = max(failovers) if len(failovers) == len(ratios) else None
     cl = runs[shown][0]["cluster"]
     lines: list[str] = []
     if len(runs) > 1:
@@ -525,6 +525,7 @@ def report(args: argparse.Namespace, runs: list[Run]) -> str:
                   common.table(["run", "SQLite ms per pillar request", "cluster ms", "cluster / SQLite",
                                 "ping to all, SQLite / cluster (s)", "ping cluster / SQLite", "failover (s)"], rows),
                   "", "The run whose CPU ratio is the median:", ""]
+
     def verdict(ok: bool) -> str:
         return "**met**" if ok else "**missed**"
 
@@ -614,6 +615,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1 if left else 0
     common.publish(SECTION, report(args, runs), not args.no_results, left)
     return 1 if left else 0
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -50,8 +50,7 @@ class WorkClock:
             fields = (handle.read(128) or b"").split()
             return int(fields[1])
         except (OSError, ValueError, IndexError):
-            self.close()
-            self._thread = thread       # not tried again in this thread: counted as no wait
+            self.close()                # not opened again in this thread: counted as no wait
             return 0
 
     def stamp(self) -> tuple[int, int]:
